@@ -1,0 +1,75 @@
+# Everything a newcomer or CI needs: `make demo`, `make test`. Each target installs what it uses.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+find_python = $(firstword $(foreach p,$(shell command -v python$(1) 2>/dev/null) $(wildcard $(shell pyenv root 2>/dev/null)/versions/$(1)*/bin/python$(1)) $(wildcard /usr/bin/python$(1) /usr/local/bin/python$(1)),$(if $(shell $(p) -c 'print(1)' 2>/dev/null),$(p))))
+PYTHON ?= $(or $(call find_python,3.11),$(call find_python,3.12),python3)
+PYTHON_DJANGO6 ?= $(or $(call find_python,3.12),$(call find_python,3.13))
+
+VENV := .venv
+VENV6 := .venv-django6
+PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
+MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
+PYTEST_ARGS ?=
+
+.PHONY: mariadb-headers help install test test-sqlite test-postgres test-mariadb test-django6 lint demo bench clean
+
+help:
+	@echo "make demo          run the example end to end on SQLite"
+	@echo "make test          the suite on SQLite, then on PostgreSQL"
+	@echo "make test-mariadb  the suite on MariaDB"
+	@echo "make test-django6  the suite with Django 6 on Python 3.12"
+	@echo "make lint          ruff + mypy"
+	@echo "make bench         benchmarks (bench/)"
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -e '.[test]' 'Django>=5.2,<6'
+	@touch $@
+
+install: $(VENV)/.installed
+
+test: test-sqlite test-postgres
+
+test-sqlite: install
+	DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test-postgres: install
+	@$(VENV)/bin/python -c "import psycopg; psycopg.connect('$(PG_URL)'.rsplit('/',1)[0] + '/postgres')" \
+		|| { echo "PostgreSQL is not reachable at $(PG_URL)"; exit 1; }
+	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+mariadb-headers:
+	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
+
+$(VENV)/.installed-mysql: $(VENV)/.installed | mariadb-headers
+	$(VENV)/bin/python -m pip install -q -e '.[test,mysql]'
+	@touch $@
+
+test-mariadb: $(VENV)/.installed-mysql
+	DATABASE_URL=$(MARIADB_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+$(VENV6)/.installed: pyproject.toml
+	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
+	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
+	$(VENV6)/bin/python -m pip install -q --upgrade pip
+	$(VENV6)/bin/python -m pip install -q -e '.[test]' 'Django>=6,<7'
+	@touch $@
+
+test-django6: $(VENV6)/.installed
+	$(VENV6)/bin/python -c "import django; print('Django', django.get_version())"
+	DATABASE_URL= $(VENV6)/bin/pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(PG_URL) $(VENV6)/bin/pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy turnstate_app tests $(wildcard bench/*.py)
+
+bench: install
+	$(VENV)/bin/python bench/port.py --database sqlite
+	$(VENV)/bin/python bench/port.py --database $(PG_URL)
+
+clean:
+	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,78 @@
+"""The example project: turnstate_app installed the way the README tells users to."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-project-not-for-production")
+DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+USE_TZ = True
+TIME_ZONE = "UTC"
+ROOT_URLCONF = "example_project.urls"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "turnstate_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+
+def _database() -> dict[str, Any]:
+    url = os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'example.sqlite3'}"
+    db: dict[str, Any] = dict(dj_database_url.parse(url))
+    if db["ENGINE"].endswith("sqlite3"):
+        # Server and worker share one file: WAL, immediate transactions, a busy timeout.
+        db["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    elif db["ENGINE"].endswith("mysql"):
+        db["OPTIONS"] = {"charset": "utf8mb4"}
+    return db
+
+
+DATABASES = {"default": _database()}
+
+STATIC_URL = "/static/"
+
+TURNSTATE = {
+    "PORT": "turnstate_app.ports.ModelCheckpointCommandPort",
+    "TOKEN_MAX_AGE": 24 * 3600,
+}

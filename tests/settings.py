@@ -1,0 +1,74 @@
+"""Settings the test suite runs under. The database comes from DATABASE_URL (SQLite when unset)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import dj_database_url
+
+SECRET_KEY = "turnstate-tests-only"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ROOT_URLCONF = "tests.urls"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "turnstate_app",
+]
+
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+
+def database_from_env() -> dict[str, Any]:
+    """The database named by DATABASE_URL, tuned the way the README recommends."""
+    default = "sqlite:///" + os.path.join(tempfile.gettempdir(), "turnstate.sqlite3")
+    url = os.environ.get("DATABASE_URL") or default
+    db: dict[str, Any] = dict(dj_database_url.parse(url))
+    engine = db["ENGINE"]
+    if engine.endswith("sqlite3"):
+        # File-backed, so spawned processes in the tests share it with the parent.
+        db["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"turnstate_test_{os.getpid()}.sqlite3")}
+        db["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    elif engine.endswith("mysql"):
+        db["OPTIONS"] = {"charset": "utf8mb4"}
+        db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+    if not engine.endswith("sqlite3"):
+        # A suffix lets two runs share one server without sharing a test database.
+        db.setdefault("TEST", {})["NAME"] = "test_turnstate" + os.environ.get("TEST_DB_SUFFIX", "")
+    return db
+
+
+DATABASES = {"default": database_from_env()}
+
+STATIC_URL = "/static/"

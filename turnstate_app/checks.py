@@ -1,0 +1,153 @@
+"""System checks: bad wiring is refused at start-up, not found when a person answers."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from django.core.checks import CheckMessage, Error, Warning
+from django.utils.module_loading import import_string
+
+from turnstate_app.conf import DEFAULTS, conf
+from turnstate_app.contracts import CheckpointCommandPort
+
+PORT_METHODS = ("read_metadata", "write_metadata", "claim_metadata")
+
+
+def check_settings(**_: Any) -> list[CheckMessage]:
+    """Every problem with ``settings.TURNSTATE``, each with its own id and a hint."""
+    raw = conf.raw
+    if not isinstance(raw, dict):
+        return [
+            Error(
+                f"TURNSTATE must be a dict, not {type(raw).__name__}.",
+                hint="Set TURNSTATE = {...} with the keys documented in the README, or remove it.",
+                id="turnstate.E001",
+            )
+        ]
+    messages: list[CheckMessage] = []
+    unknown = sorted(set(raw) - set(DEFAULTS))
+    if unknown:
+        messages.append(
+            Warning(
+                f"TURNSTATE has unknown keys: {', '.join(map(str, unknown))}.",
+                hint=f"Known keys: {', '.join(DEFAULTS)}. A misspelt key is silently ignored.",
+                id="turnstate.W001",
+            )
+        )
+    messages += _check_port(raw)
+    messages += _check_flags(raw)
+    messages += _check_sizes(raw)
+    messages += _check_handler(raw)
+    return messages
+
+
+def _check_port(raw: dict[str, Any]) -> list[CheckMessage]:
+    path = raw.get("PORT", DEFAULTS["PORT"])
+    try:
+        port_class = import_string(path) if isinstance(path, str) else None
+    except ImportError as exc:
+        port_class = None
+        detail = str(exc)
+    else:
+        detail = "not a dotted path" if port_class is None else ""
+    if port_class is None:
+        return [
+            Error(
+                f"TURNSTATE['PORT'] = {path!r} cannot be imported ({detail}).",
+                hint="Give the dotted path of a port class, e.g. "
+                "'turnstate_app.ports.ModelCheckpointCommandPort'.",
+                id="turnstate.E002",
+            )
+        ]
+    problem = _port_problem(port_class)
+    if problem is not None:
+        return [
+            Error(
+                f"TURNSTATE['PORT'] = {path!r} is not a checkpoint command port: {problem}.",
+                hint="A port needs a no-argument constructor, a bool `durable` and async "
+                "read_metadata, write_metadata and claim_metadata (turnstate_app.contracts).",
+                id="turnstate.E003",
+            )
+        ]
+    durable = port_class().durable
+    require = raw.get("REQUIRE_DURABLE", DEFAULTS["REQUIRE_DURABLE"])
+    if require is True and not durable:
+        return [
+            Error(
+                f"TURNSTATE['PORT'] = {path!r} is volatile (durable=False) but "
+                "REQUIRE_DURABLE is True: its pauses would not survive a restart.",
+                hint="Use turnstate_app.ports.ModelCheckpointCommandPort, or set "
+                "REQUIRE_DURABLE to False where losing pauses is acceptable (tests, demos).",
+                id="turnstate.E004",
+            )
+        ]
+    return []
+
+
+def _port_problem(port_class: Any) -> str | None:
+    """Why instances of ``port_class`` cannot serve as a port, or None when they can."""
+    try:
+        port = port_class()
+    except Exception as exc:  # any failure to construct is the finding itself
+        return f"constructing it with no arguments failed ({type(exc).__name__}: {exc})"
+    if not isinstance(port, CheckpointCommandPort):
+        missing = [name for name in ("durable", *PORT_METHODS) if not hasattr(port, name)]
+        return f"it lacks {', '.join(missing)}"
+    not_async = [name for name in PORT_METHODS if not inspect.iscoroutinefunction(getattr(port, name))]
+    if not_async:
+        return f"{', '.join(not_async)} must be async (coroutine functions)"
+    if not isinstance(port.durable, bool):
+        return f"`durable` must be a bool, not {type(port.durable).__name__}"
+    return None
+
+
+def _check_flags(raw: dict[str, Any]) -> list[CheckMessage]:
+    return [
+        Error(
+            f"TURNSTATE[{name!r}] must be True or False, not {raw[name]!r}.",
+            hint=f"Set {name} to a bool (default {DEFAULTS[name]}).",
+            id=check_id,
+        )
+        for name, check_id in (
+            ("REQUIRE_DURABLE", "turnstate.E005"),
+            ("PREPARED_STATEMENTS", "turnstate.E008"),
+        )
+        if name in raw and not isinstance(raw[name], bool)
+    ]
+
+
+def _check_sizes(raw: dict[str, Any]) -> list[CheckMessage]:
+    return [
+        Error(
+            f"TURNSTATE[{name!r}] must be a positive integer, not {raw[name]!r}.",
+            hint=f"Set {name} to a whole number of {unit} (default {DEFAULTS[name]}).",
+            id=check_id,
+        )
+        for name, unit, check_id in (
+            ("TOKEN_MAX_AGE", "seconds", "turnstate.E006"),
+            ("MAX_VALUE_BYTES", "bytes", "turnstate.E007"),
+        )
+        if name in raw and (isinstance(raw[name], bool) or not isinstance(raw[name], int) or raw[name] <= 0)
+    ]
+
+
+def _check_handler(raw: dict[str, Any]) -> list[CheckMessage]:
+    path = raw.get("RESUME_HANDLER")
+    if path is None:
+        return []
+    try:
+        handler = import_string(path) if isinstance(path, str) else None
+    except ImportError as exc:
+        handler, detail = None, str(exc)
+    else:
+        detail = "not a dotted path" if handler is None else "not callable"
+    if handler is None or not callable(handler):
+        return [
+            Error(
+                f"TURNSTATE['RESUME_HANDLER'] = {path!r} is unusable ({detail}).",
+                hint="Give the dotted path of a callable taking a ResumedPause, or None.",
+                id="turnstate.E009",
+            )
+        ]
+    return []

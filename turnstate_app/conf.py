@@ -1,0 +1,70 @@
+"""The app's settings: one ``TURNSTATE`` dict over documented defaults, read lazily.
+
+Read on every access, so ``override_settings`` works and nothing is written into
+``django.conf.settings``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, Any] = {
+    # Dotted path of the port class; its no-argument constructor builds the port.
+    "PORT": "turnstate_app.ports.ModelCheckpointCommandPort",
+    # Refuse a volatile port at start-up (system check) and when the store is built.
+    "REQUIRE_DURABLE": True,
+    # Seconds a pause's token stays answerable.
+    "TOKEN_MAX_AGE": 7 * 24 * 3600,
+    # Values larger than this (UTF-8 bytes) are refused by the port before writing.
+    "MAX_VALUE_BYTES": 8 * 1024 * 1024,
+    # Dotted path of callable(ResumedPause), called after an answer is committed.
+    "RESUME_HANDLER": None,
+    # Use prepared statements on PostgreSQL (turn off behind a transaction-mode
+    # pooler that does not support them).
+    "PREPARED_STATEMENTS": True,
+}
+
+
+class TurnstateSettings:
+    """Typed, lazy view of ``settings.TURNSTATE``."""
+
+    @property
+    def raw(self) -> Any:
+        """The user's dict exactly as given (checks validate it)."""
+        return getattr(settings, "TURNSTATE", {})
+
+    def _get(self, name: str) -> Any:
+        user = self.raw
+        if isinstance(user, dict) and name in user:
+            return user[name]
+        return DEFAULTS[name]
+
+    @property
+    def PORT(self) -> str:  # noqa: N802 - mirrors the setting's key
+        return str(self._get("PORT"))
+
+    @property
+    def REQUIRE_DURABLE(self) -> bool:  # noqa: N802
+        return bool(self._get("REQUIRE_DURABLE"))
+
+    @property
+    def TOKEN_MAX_AGE(self) -> int:  # noqa: N802
+        return int(self._get("TOKEN_MAX_AGE"))
+
+    @property
+    def MAX_VALUE_BYTES(self) -> int:  # noqa: N802
+        return int(self._get("MAX_VALUE_BYTES"))
+
+    @property
+    def RESUME_HANDLER(self) -> str | None:  # noqa: N802
+        value = self._get("RESUME_HANDLER")
+        return None if value is None else str(value)
+
+    @property
+    def PREPARED_STATEMENTS(self) -> bool:  # noqa: N802
+        return bool(self._get("PREPARED_STATEMENTS"))
+
+
+conf = TurnstateSettings()

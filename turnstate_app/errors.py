@@ -1,0 +1,52 @@
+"""The errors a pause can end in, and why each is its own class.
+
+Absence is not tampering: "nothing is stored" (:class:`PauseCheckpointNotFoundError`)
+and "the request is stored but the turn state is not" (:class:`CheckpointLostError`)
+are different facts from "something is stored and it is wrong"
+(:class:`PayloadBindingError`). Only the last may ever speak of tampering.
+"""
+
+from __future__ import annotations
+
+
+class TurnStateError(Exception):
+    """Base of every error this app raises on purpose."""
+
+
+class InteractionConfigurationError(TurnStateError):
+    """The deployment is wired wrongly: no port, or a volatile one where durability is required."""
+
+
+class PauseCheckpointNotFoundError(TurnStateError):
+    """The store holds nothing for this pause: no request row, no turn state."""
+
+
+class CheckpointLostError(TurnStateError):
+    """The pause's request row is there; its turn state is not.
+
+    The question can still be answered; the run cannot be continued from this store.
+    """
+
+
+class PayloadBindingError(TurnStateError):
+    """Something is stored and it is wrong: unreadable, another turn's, or an unsigned token."""
+
+
+class PauseAlreadyAnsweredError(TurnStateError):
+    """The pause's token was already consumed."""
+
+
+class PauseExpiredError(TurnStateError):
+    """The token is past its max age."""
+
+
+class CheckpointFieldError(TurnStateError, ValueError):
+    """A value handed to a port breaks a limit; refused before anything is written.
+
+    A ``ValueError`` too, so code that validates input generically still catches it.
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")

@@ -1,0 +1,86 @@
+"""What a port refuses before writing, with an error that names the field and the limit.
+
+A database error after the fact would say less, differ per database and, on
+PostgreSQL, poison the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turnstate_app.errors import CheckpointFieldError
+
+ID_MAX_CHARS = 255
+
+# The unique index on (thread_id, checkpoint_id, key) has a size limit of its own on
+# PostgreSQL: a btree entry holds at most 2704 bytes (a third of an 8 KB page). Each
+# id costs its UTF-8 bytes plus a varlena header (4 bytes) and alignment (up to 3),
+# and the entry has an 8-byte header: 2704 - 8 - 3 * (4 + 3) = 2675 bytes of ids.
+# MariaDB/MySQL (InnoDB, DYNAMIC rows) allow 3072 bytes, which three utf8mb4
+# VARCHAR(255) columns (3 * 1020) never exceed; SQLite has no such limit.
+INDEX_ID_BYTE_LIMITS: dict[str, int] = {"postgresql": 2675}
+
+
+def check_id(field: str, value: Any) -> None:
+    """An id is a non-empty str of at most 255 characters, without NUL."""
+    if not isinstance(value, str):
+        raise CheckpointFieldError(field, f"must be a str, not {type(value).__name__}")
+    if not value:
+        raise CheckpointFieldError(field, "must not be empty")
+    if len(value) > ID_MAX_CHARS:
+        raise CheckpointFieldError(field, f"is {len(value)} characters long; the limit is {ID_MAX_CHARS}")
+    if "\x00" in value:
+        raise CheckpointFieldError(field, "must not contain NUL characters")
+
+
+def check_row_ids(thread_id: Any, checkpoint_id: Any, key: Any, *, vendor: str | None) -> None:
+    """Every id valid, and together small enough for the unique index on ``vendor``."""
+    check_id("thread_id", thread_id)
+    check_id("checkpoint_id", checkpoint_id)
+    check_id("key", key)
+    limit = INDEX_ID_BYTE_LIMITS.get(vendor or "")
+    if limit is not None:
+        total = sum(len(part.encode()) for part in (thread_id, checkpoint_id, key))
+        if total > limit:
+            raise CheckpointFieldError(
+                "thread_id, checkpoint_id, key",
+                f"together take {total} UTF-8 bytes; the unique index on {vendor} holds at most {limit}",
+            )
+
+
+def check_task_id(task_id: Any) -> None:
+    """The task id is optional; when given it obeys the id rules."""
+    if task_id is not None:
+        check_id("task_id", task_id)
+
+
+def check_value(value: Any, *, max_bytes: int) -> None:
+    """A value is a str without NUL whose UTF-8 encoding fits ``max_bytes``."""
+    if not isinstance(value, str):
+        raise CheckpointFieldError("value", f"must be a str, not {type(value).__name__}")
+    # Cheap bounds first: a str never takes fewer bytes than characters, nor more than 4x.
+    size = len(value)
+    if size * 4 > max_bytes:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            raise CheckpointFieldError(
+                "value", f"is {size} UTF-8 bytes; the limit (MAX_VALUE_BYTES) is {max_bytes}"
+            )
+    if "\x00" in value:
+        raise CheckpointFieldError("value", "must not contain NUL characters")
+
+
+def check_write(
+    thread_id: Any,
+    checkpoint_id: Any,
+    key: Any,
+    value: Any,
+    task_id: Any,
+    *,
+    vendor: str | None,
+    max_bytes: int,
+) -> None:
+    """Everything a write or claim must satisfy, checked before any statement runs."""
+    check_row_ids(thread_id, checkpoint_id, key, vendor=vendor)
+    check_value(value, max_bytes=max_bytes)
+    check_task_id(task_id)
