@@ -62,3 +62,40 @@ def overwrite_keys(settings_dict: dict[str, Any], worker: int, keys: list[str], 
             except Exception as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
     return errors
+
+
+def resume_elsewhere(settings_dict: dict[str, Any], token: str, answer: Any) -> dict[str, Any]:
+    """Answer a pause in a process that never saw it minted: only the database is shared."""
+    boot_django(settings_dict)
+    from turnstate_app.pauses import resume_pause
+
+    resumed = resume_pause(token, answer)
+    return {
+        "pid": os.getpid(),
+        "jti": resumed.claims.jti,
+        "answer": resumed.answer,
+        "checkpoint": None if resumed.checkpoint is None else resumed.checkpoint.encode(),
+    }
+
+
+def race_to_answer(
+    settings_dict: dict[str, Any], token: str, worker: int, barrier: Any, results: Any
+) -> None:
+    """Wait for every racer, then answer; report which outcome this process saw."""
+    boot_django(settings_dict)
+    from django.db import connection
+
+    from turnstate_app.errors import PauseAlreadyAnsweredError
+    from turnstate_app.pauses import resume_pause
+
+    connection.ensure_connection()
+    barrier.wait()
+    try:
+        resume_pause(token, {"worker": worker})
+        results.put((worker, "answered"))
+    except PauseAlreadyAnsweredError:
+        results.put((worker, "already_answered"))
+    except Exception as exc:
+        results.put((worker, f"{type(exc).__name__}: {exc}"))
+    finally:
+        connection.close()

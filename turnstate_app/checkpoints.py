@@ -28,3 +28,13 @@ def payload_key(claims: PauseClaims) -> str:
         "these pause claims carry neither a tool_call_id nor an interrupt_id, "
         "so they name no request that could have been recorded"
     )
+
+
+ANSWER_KEY_PREFIX = "answer:"
+
+
+def answer_key(claims: PauseClaims) -> str:
+    """Where the person's answer is stored once the token is consumed: one per mint."""
+    if not claims.jti:
+        raise PayloadBindingError("these pause claims carry no jti, so their answer has no key")
+    return f"{ANSWER_KEY_PREFIX}{claims.jti}"

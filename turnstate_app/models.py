@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+
+from turnstate_app.contracts import PauseClaims
 
 ID_MAX_LENGTH = 255
 
@@ -66,3 +73,113 @@ class CheckpointMetadata(models.Model):
 
     def __str__(self) -> str:
         return f"{self.thread_id} / {self.checkpoint_id} / {self.key}"
+
+
+class PauseStatus(models.TextChoices):
+    PENDING = "pending", _("pending")
+    ANSWERED = "answered", _("answered")
+    EXPIRED = "expired", _("expired")
+
+
+class PauseQuerySet(models.QuerySet["Pause"]):
+    """The filters views, admin and commands share, so none of them hand-writes one."""
+
+    def pending(self) -> PauseQuerySet:
+        return self.filter(status=PauseStatus.PENDING)
+
+    def answered(self) -> PauseQuerySet:
+        return self.filter(status=PauseStatus.ANSWERED)
+
+    def expired(self, now: datetime) -> PauseQuerySet:
+        """Marked expired, or still pending past their age at ``now``."""
+        return self.filter(Q(status=PauseStatus.EXPIRED) | Q(status=PauseStatus.PENDING, expires_at__lte=now))
+
+    def for_user(self, user: Any) -> PauseQuerySet:
+        """What ``user`` may see: staff everything, others their own pauses only."""
+        if not getattr(user, "is_authenticated", False):
+            return self.none()
+        if user.is_staff:
+            return self
+        return self.filter(owner=user)
+
+    def for_thread(self, thread_id: str) -> PauseQuerySet:
+        return self.filter(thread_id=thread_id)
+
+    def awaiting_handoff(self) -> PauseQuerySet:
+        """Answered pauses whose hand-off to RESUME_HANDLER never succeeded."""
+        return self.filter(status=PauseStatus.ANSWERED, handed_off_at__isnull=True)
+
+
+class Pause(models.Model):
+    """The ledger: one row per minted token, and the one place a token is consumed.
+
+    ``resumable`` is what recording the turn state reported at mint, never a promise.
+    """
+
+    jti = models.CharField(_("token id"), max_length=64, unique=True)
+    run_id = models.CharField(_("run id"), max_length=ID_MAX_LENGTH)
+    session_id = models.CharField(_("session id"), max_length=ID_MAX_LENGTH)
+    thread_id = models.CharField(_("thread id"), max_length=ID_MAX_LENGTH)
+    checkpoint_id = models.CharField(_("checkpoint id"), max_length=ID_MAX_LENGTH)
+    scope_hash = models.CharField(_("scope hash"), max_length=ID_MAX_LENGTH)
+    tool_call_id = models.CharField(_("tool call id"), max_length=ID_MAX_LENGTH, null=True, blank=True)
+    interrupt_id = models.CharField(_("interrupt id"), max_length=ID_MAX_LENGTH, null=True, blank=True)
+    name = models.CharField(_("name"), max_length=ID_MAX_LENGTH, null=True, blank=True)
+    request_key = models.CharField(
+        _("request key"), max_length=ID_MAX_LENGTH, help_text=_("Where the request is stored.")
+    )
+    resumable = models.BooleanField(
+        _("resumable"), help_text=_("Whether the turn state was recorded when the pause was minted.")
+    )
+    status = models.CharField(
+        _("status"), max_length=16, choices=PauseStatus.choices, default=PauseStatus.PENDING
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="turnstate_pauses",
+        verbose_name=_("owner"),
+        help_text=_("Who may answer; empty: anyone holding the token."),
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    answered_at = models.DateTimeField(_("answered at"), null=True, blank=True)
+    expires_at = models.DateTimeField(_("expires at"))
+    handed_off_at = models.DateTimeField(
+        _("handed off at"),
+        null=True,
+        blank=True,
+        help_text=_("When RESUME_HANDLER accepted the answer; empty: never (yet)."),
+    )
+
+    objects = PauseQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("pause")
+        verbose_name_plural = _("pauses")
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="turnstate_pause_status_idx"),
+            models.Index(fields=["thread_id"], name="turnstate_pause_thread_idx"),
+            models.Index(
+                fields=["thread_id", "checkpoint_id", "request_key"], name="turnstate_pause_request_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"pause {self.jti} ({self.status})"
+
+    @property
+    def claims(self) -> PauseClaims:
+        """The claims this pause's token carries, rebuilt from the ledger."""
+        return PauseClaims(
+            jti=self.jti,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            thread_id=self.thread_id,
+            checkpoint_id=self.checkpoint_id,
+            scope_hash=self.scope_hash,
+            tool_call_id=self.tool_call_id,
+            interrupt_id=self.interrupt_id,
+            name=self.name,
+        )

@@ -198,11 +198,7 @@ class TurnCheckpointStore:
         does not call itself resumable.
         """
         if self._commands is None:
-            logger.warning(
-                "turn state for pause %r (thread %r) not recorded: no checkpoint port is wired",
-                claims.jti,
-                claims.thread_id,
-            )
+            _log_not_recorded(claims, "no checkpoint port is wired")
             return False
         try:
             await self._commands.write_metadata(
@@ -213,12 +209,46 @@ class TurnCheckpointStore:
                 task_id=claims.run_id,
             )
         except Exception:  # reported, and the caller acts on it
-            logger.warning(
-                "turn state for pause %r (thread %r) not recorded; the pause is not resumable",
-                claims.jti,
-                claims.thread_id,
-                exc_info=True,
+            _log_not_recorded(claims, "the write failed", exc_info=True)
+            return False
+        return True
+
+    # -- sync twins: the same semantics for sync callers, with no event loop involved --
+
+    def load_sync(self, claims: PauseClaims) -> TurnCheckpoint:
+        """:meth:`load` for sync code: the port's sync twins when it has them."""
+        commands = self._require_commands()
+        location = {"thread_id": claims.thread_id, "checkpoint_id": claims.checkpoint_id}
+        raw = call_port_sync(commands, "read_metadata", **location, key=turn_state_key(claims))
+        if raw is None:
+            request = call_port_sync(commands, "read_metadata", **location, key=payload_key(claims))
+            refuse_missing(claims, request_recorded=request is not None)
+        return checkpoint_from_record(claims, raw)
+
+    def find_sync(self, claims: PauseClaims) -> TurnCheckpoint | None:
+        """:meth:`find` for sync code."""
+        try:
+            return self.load_sync(claims)
+        except (CheckpointLostError, InteractionConfigurationError, PauseCheckpointNotFoundError):
+            return None
+
+    def record_sync(self, claims: PauseClaims, checkpoint: TurnCheckpoint) -> bool:
+        """:meth:`record` for sync code: reports whether the write landed, never raises for it."""
+        if self._commands is None:
+            _log_not_recorded(claims, "no checkpoint port is wired")
+            return False
+        try:
+            call_port_sync(
+                self._commands,
+                "write_metadata",
+                thread_id=claims.thread_id,
+                checkpoint_id=claims.checkpoint_id,
+                key=turn_state_key(claims),
+                value=checkpoint.encode(),
+                task_id=claims.run_id,
             )
+        except Exception:  # reported, and the caller acts on it
+            _log_not_recorded(claims, "the write failed", exc_info=True)
             return False
         return True
 
@@ -230,6 +260,29 @@ class TurnCheckpointStore:
                 "not continue the run that asked it"
             )
         return self._commands
+
+
+def _log_not_recorded(claims: PauseClaims, reason: str, *, exc_info: bool = False) -> None:
+    logger.warning(
+        "turn state for pause %r (thread %r) not recorded (%s); the pause is not resumable",
+        claims.jti,
+        claims.thread_id,
+        reason,
+        exc_info=exc_info,
+    )
+
+
+def call_port_sync(commands: Any, method: str, **kwargs: Any) -> Any:
+    """Call ``method`` on a port from sync code: its ``<method>_sync`` twin when it has one.
+
+    A port without twins still works, through one ``async_to_sync`` bridge.
+    """
+    twin = getattr(commands, f"{method}_sync", None)
+    if twin is not None:
+        return twin(**kwargs)
+    from asgiref.sync import async_to_sync
+
+    return async_to_sync(getattr(commands, method))(**kwargs)
 
 
 def refuse_missing(claims: PauseClaims, *, request_recorded: bool) -> NoReturn:

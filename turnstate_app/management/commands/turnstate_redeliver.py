@@ -1,0 +1,42 @@
+"""Hand answered pauses whose hand-off never succeeded to RESUME_HANDLER again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from turnstate_app.conf import conf
+from turnstate_app.pauses import redeliver
+
+
+def non_negative_seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise CommandError(f"--older-than must be a whole number of seconds, not {text!r}") from None
+    if value < 0:
+        raise CommandError(f"--older-than must not be negative (got {value})")
+    return value
+
+
+class Command(BaseCommand):
+    help = "Call RESUME_HANDLER again for answered pauses it never accepted (at-least-once)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--older-than",
+            type=non_negative_seconds,
+            default=60,
+            metavar="SECONDS",
+            help="Only pauses answered at least this long ago (default 60: leave in-flight hand-offs alone).",
+        )
+
+    def handle(self, *args: Any, older_than: int, **options: Any) -> None:
+        if conf.RESUME_HANDLER is None:
+            raise CommandError("TURNSTATE['RESUME_HANDLER'] is not set: there is nothing to hand to")
+        result = redeliver(older_than=timedelta(seconds=older_than))
+        self.stdout.write(f"redelivered {result.delivered} pause(s); {result.failed} failed again")
+        if result.failed:
+            raise CommandError(f"{result.failed} hand-off(s) failed; see the log")

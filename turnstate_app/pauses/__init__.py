@@ -1,0 +1,19 @@
+"""The pause lifecycle: mint a pause, answer it exactly once, hand the turn on."""
+
+from turnstate_app.pauses.handoff import Redelivery, ResumedPause, redeliver
+from turnstate_app.pauses.mint import MintedPause, amint_pause, mint_pause
+from turnstate_app.pauses.resume import aresume_pause, resume_pause
+from turnstate_app.pauses.signals import pause_answered, pause_minted
+
+__all__ = [
+    "MintedPause",
+    "Redelivery",
+    "ResumedPause",
+    "amint_pause",
+    "aresume_pause",
+    "mint_pause",
+    "pause_answered",
+    "pause_minted",
+    "redeliver",
+    "resume_pause",
+]

@@ -1,0 +1,139 @@
+"""Minting a pause: the request, the turn state, the ledger row, then the token.
+
+The order is the point. ``resumable`` is what recording the turn state *reported*,
+read after the write; a failed record still yields a token (the person can still
+answer) but one that says it cannot be continued.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import router, transaction
+from django.utils import timezone
+
+from turnstate_app.checkpoints import payload_key
+from turnstate_app.conf import conf
+from turnstate_app.contracts import PauseClaims
+from turnstate_app.errors import CheckpointFieldError
+from turnstate_app.models import Pause
+from turnstate_app.pauses.signals import pause_minted
+from turnstate_app.pauses.tokens import sign_claims
+from turnstate_app.ports import get_default_store
+from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, call_port_sync, stamped_turn
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MintedPause:
+    token: str
+    claims: PauseClaims
+    resumable: bool
+
+
+def new_jti() -> str:
+    """192 random bits, URL-safe: unguessable, and unique per mint."""
+    return secrets.token_urlsafe(24)
+
+
+def to_json(field: str, value: Any) -> str:
+    """Serialise what the store will hold, refusing before anything is written."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointFieldError(field, f"is not JSON-serialisable ({exc})") from None
+
+
+def mint_pause(
+    *,
+    run_id: str,
+    session_id: str,
+    thread_id: str,
+    checkpoint_id: str,
+    scope_hash: str,
+    tool_call_id: str | None = None,
+    interrupt_id: str | None = None,
+    name: str | None = None,
+    request: dict[str, Any],
+    prompt: str,
+    messages: list[dict[str, Any]],
+    owner: Any = None,
+    store: TurnCheckpointStore | None = None,
+) -> MintedPause:
+    """Record a pause and return its single-use token.
+
+    A failed request write or ledger write raises and returns no token; a failed
+    turn-state record returns a token with ``resumable=False``.
+    """
+    store = store if store is not None else get_default_store()
+    commands = store.commands
+    claims = PauseClaims(
+        jti=new_jti(),
+        run_id=run_id,
+        session_id=session_id,
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+        scope_hash=scope_hash,
+        tool_call_id=tool_call_id,
+        interrupt_id=interrupt_id,
+        name=name,
+    )
+    request_key = payload_key(claims)
+    request_value = to_json("request", request)
+    turn = stamped_turn(TurnCheckpoint.model_construct(prompt=prompt, messages=messages), claims)
+    try:
+        turn.encode()  # a transcript that cannot be stored is the caller's bug: say so now
+    except (TypeError, ValueError) as exc:
+        raise CheckpointFieldError("messages", f"are not JSON-serialisable ({exc})") from None
+
+    if commands is not None:
+        call_port_sync(
+            commands,
+            "write_metadata",
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            key=request_key,
+            value=request_value,
+            task_id=run_id,
+        )
+    resumable = store.record_sync(claims, turn)
+    if not resumable:
+        logger.warning(
+            "pause %s in thread %s was minted without a recorded turn state: the question can "
+            "be answered, the run cannot be continued from this store",
+            claims.jti,
+            thread_id,
+        )
+    pause = Pause.objects.create(
+        jti=claims.jti,
+        run_id=run_id,
+        session_id=session_id,
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+        scope_hash=scope_hash,
+        tool_call_id=tool_call_id,
+        interrupt_id=interrupt_id,
+        name=name,
+        request_key=request_key,
+        resumable=resumable,
+        owner=owner,
+        expires_at=timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE),
+    )
+    minted = MintedPause(token=sign_claims(claims), claims=claims, resumable=resumable)
+    transaction.on_commit(
+        lambda: pause_minted.send(sender=Pause, minted=minted, pause=pause),
+        using=router.db_for_write(Pause),
+    )
+    return minted
+
+
+async def amint_pause(**kwargs: Any) -> MintedPause:
+    """:func:`mint_pause` for async code: one thread hop over the whole of it."""
+    return await sync_to_async(mint_pause, thread_sensitive=True)(**kwargs)

@@ -1,0 +1,115 @@
+"""Answering a pause: every check first, then one conditional UPDATE decides the one winner.
+
+Nothing is consumed until the token's signature, the ledger row, its status and age,
+the person's right to answer and the stored records have all been checked. Then, in
+one transaction, ``UPDATE … WHERE jti = … AND status = 'pending'`` lets exactly one
+caller in any number of processes win, and that caller stores the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.core.exceptions import PermissionDenied
+from django.db import router, transaction
+from django.utils import timezone
+
+from turnstate_app.checkpoints import answer_key
+from turnstate_app.conf import conf
+from turnstate_app.errors import (
+    CheckpointLostError,
+    PauseAlreadyAnsweredError,
+    PauseCheckpointNotFoundError,
+    PauseExpiredError,
+)
+from turnstate_app.models import Pause, PauseStatus
+from turnstate_app.pauses.handoff import ResumedPause, after_answer
+from turnstate_app.pauses.mint import to_json
+from turnstate_app.pauses.tokens import read_token
+from turnstate_app.ports import get_default_store
+from turnstate_app.ports.limits import check_value
+from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, call_port_sync
+
+
+def resume_pause(
+    token: str, answer: Any, *, user: Any = None, store: TurnCheckpointStore | None = None
+) -> ResumedPause:
+    """Consume ``token`` with ``answer``, exactly once across all processes.
+
+    Raises, before anything is consumed: ``PayloadBindingError`` (bad signature, or a
+    stored record that is unreadable or another turn's), ``PauseCheckpointNotFoundError``
+    (no ledger row, or nothing stored), ``PauseAlreadyAnsweredError``, ``PauseExpiredError``,
+    ``django.core.exceptions.PermissionDenied`` (``user`` is not the owner nor staff).
+    """
+    store = store if store is not None else get_default_store()
+    answer_value = to_json("answer", answer)
+    check_value(answer_value, max_bytes=conf.MAX_VALUE_BYTES)
+    claims = read_token(token)
+    using = router.db_for_write(Pause)
+    pauses = Pause.objects.using(using)
+    try:
+        pause = pauses.get(jti=claims.jti)
+    except Pause.DoesNotExist:
+        raise PauseCheckpointNotFoundError(
+            f"no pause {claims.jti!r} is in the ledger: it was never minted here, or was purged"
+        ) from None
+    now = timezone.now()
+    refuse_unless_pending(pause, now)
+    if user is not None:
+        require_may_answer(pause, user)
+    checkpoint = stored_turn(store, claims)
+
+    with transaction.atomic(using=using):
+        won = pauses.filter(jti=claims.jti, status=PauseStatus.PENDING, expires_at__gt=now).update(
+            status=PauseStatus.ANSWERED, answered_at=now
+        )
+        if won != 1:
+            refuse_unless_pending(pauses.get(jti=claims.jti), now)
+            raise PauseAlreadyAnsweredError(f"pause {claims.jti!r} was answered concurrently")
+        call_port_sync(
+            store.commands,
+            "write_metadata",
+            thread_id=claims.thread_id,
+            checkpoint_id=claims.checkpoint_id,
+            key=answer_key(claims),
+            value=answer_value,
+            task_id=claims.run_id,
+        )
+    resumed = ResumedPause(claims=claims, answer=answer, checkpoint=checkpoint)
+    transaction.on_commit(lambda: after_answer(resumed), using=using)
+    return resumed
+
+
+async def aresume_pause(
+    token: str, answer: Any, *, user: Any = None, store: TurnCheckpointStore | None = None
+) -> ResumedPause:
+    """:func:`resume_pause` for async code: one thread hop over the whole, so one transaction holds it."""
+    return await sync_to_async(resume_pause, thread_sensitive=True)(token, answer, user=user, store=store)
+
+
+def refuse_unless_pending(pause: Pause, now: Any) -> None:
+    """Answered wins over age; a pending pause past its age becomes expired."""
+    if pause.status == PauseStatus.ANSWERED:
+        raise PauseAlreadyAnsweredError(f"pause {pause.jti!r} has already been answered")
+    if pause.status == PauseStatus.EXPIRED or pause.expires_at <= now:
+        if pause.status == PauseStatus.PENDING:
+            Pause.objects.filter(jti=pause.jti, status=PauseStatus.PENDING).update(status=PauseStatus.EXPIRED)
+        raise PauseExpiredError(f"pause {pause.jti!r} expired at {pause.expires_at.isoformat()}")
+
+
+def require_may_answer(pause: Pause, user: Any) -> None:
+    """An owned pause: its owner or staff. An unowned one: anyone holding the token."""
+    if pause.owner_id is None:
+        return
+    if getattr(user, "is_authenticated", False) and (user.pk == pause.owner_id or user.is_staff):
+        return
+    raise PermissionDenied("only the pause's owner or staff may answer it")
+
+
+def stored_turn(store: TurnCheckpointStore, claims: Any) -> TurnCheckpoint | None:
+    """The turn to continue; None when only the request is stored (answerable, not continuable)."""
+    try:
+        return store.load_sync(claims)
+    except CheckpointLostError:
+        return None
