@@ -7,12 +7,53 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, Exists, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Concat, Left
+from django.db.models.lookups import Exact
 from django.utils.translation import gettext_lazy as _
 
+from turnstate_app.checkpoints import (
+    ANSWER_KEY_PREFIX,
+    ASK_USER_REQUEST_KEY_PREFIX,
+    INTERRUPT_PAYLOAD_KEY_PREFIX,
+)
 from turnstate_app.contracts import PauseClaims
+from turnstate_app.turnstate import TURN_STATE_KEY_PREFIX
 
 ID_MAX_LENGTH = 255
+
+
+class RowKind(models.TextChoices):
+    """What a metadata row holds, computed by the database from its key."""
+
+    REQUEST = "request", _("request")
+    TURN_STATE = "turn_state", _("turn state")
+    ANSWER = "answer", _("answer")
+    OTHER = "other", _("other")
+
+
+def _prefix_is(prefix: str) -> Exact:
+    return Exact(Left("key", len(prefix)), Value(prefix))
+
+
+# A comparison of a fixed-length prefix, not LIKE: case-sensitive on every database
+# and allowed in a generated column everywhere.
+ROW_KIND_EXPRESSION = Case(
+    When(_prefix_is(ASK_USER_REQUEST_KEY_PREFIX), then=Value(RowKind.REQUEST.value)),
+    When(_prefix_is(INTERRUPT_PAYLOAD_KEY_PREFIX), then=Value(RowKind.REQUEST.value)),
+    When(_prefix_is(TURN_STATE_KEY_PREFIX), then=Value(RowKind.TURN_STATE.value)),
+    When(_prefix_is(ANSWER_KEY_PREFIX), then=Value(RowKind.ANSWER.value)),
+    default=Value(RowKind.OTHER.value),
+)
+
+UNRESUMABLE_NO_LEDGER = (
+    "no ledger row: written by an older build or an interrupted mint; the question can be "
+    "answered elsewhere, the run cannot be continued from this store"
+)
+UNRESUMABLE_NO_TURN_STATE = (
+    "turn state not recorded (the record failed at mint, or the row was removed): the "
+    "question can be answered, the run cannot be continued from this store"
+)
 
 
 class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
@@ -23,6 +64,43 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
 
     def at(self, thread_id: str, checkpoint_id: str, key: str) -> CheckpointMetadataQuerySet:
         return self.filter(thread_id=thread_id, checkpoint_id=checkpoint_id, key=key)
+
+    def requests(self) -> CheckpointMetadataQuerySet:
+        """Request rows (``ask_user_request:`` / ``interrupt_payload:``), found by index."""
+        return self.filter(kind=RowKind.REQUEST)
+
+    def unresumable(self) -> CheckpointMetadataQuerySet:
+        """Request rows this store cannot continue, with ``jti`` (or None) and ``reason``.
+
+        Two kinds: a pending ledger pause whose turn-state row is absent, and a request
+        row that no ledger pause owns. One query, whatever the number of rows: each
+        request row is probed through the ledger's and the store's own indexes.
+        """
+        owners = Pause.objects.filter(
+            thread_id=OuterRef("thread_id"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+            request_key=OuterRef("key"),
+        )
+        turn_states = CheckpointMetadata.objects.filter(
+            thread_id=OuterRef("thread_id"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+            key=Concat(Value(TURN_STATE_KEY_PREFIX), OuterRef("jti")),
+        )
+        stranded = owners.filter(status=PauseStatus.PENDING).exclude(Exists(turn_states))
+        return (
+            self.requests()
+            .annotate(
+                jti=Subquery(stranded.order_by("-created_at").values("jti")[:1]),
+                has_ledger=Exists(owners),
+            )
+            .filter(Q(jti__isnull=False) | Q(has_ledger=False))
+            .annotate(
+                reason=Case(
+                    When(has_ledger=False, then=Value(UNRESUMABLE_NO_LEDGER)),
+                    default=Value(UNRESUMABLE_NO_TURN_STATE),
+                )
+            )
+        )
 
 
 class CheckpointMetadata(models.Model):
@@ -58,12 +136,20 @@ class CheckpointMetadata(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    kind = models.GeneratedField(
+        expression=ROW_KIND_EXPRESSION,
+        output_field=models.CharField(max_length=16, choices=RowKind.choices),
+        db_persist=True,
+        verbose_name=_("kind"),
+        help_text=_("What the row holds, computed by the database from its key."),
+    )
 
     objects = CheckpointMetadataQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("checkpoint metadata row")
         verbose_name_plural = _("checkpoint metadata rows")
+        indexes = [models.Index(fields=["kind", "created_at"], name="turnstate_ckpt_kind_idx")]
         constraints = [
             models.UniqueConstraint(
                 fields=["thread_id", "checkpoint_id", "key"],
@@ -183,3 +269,24 @@ class Pause(models.Model):
             interrupt_id=self.interrupt_id,
             name=self.name,
         )
+
+
+class UnresumablePauseManager(models.Manager["UnresumablePause"]):
+    def get_queryset(self) -> CheckpointMetadataQuerySet:  # type: ignore[override]
+        return CheckpointMetadataQuerySet(self.model, using=self._db).unresumable()
+
+
+class UnresumablePause(CheckpointMetadata):
+    """The request rows of pauses that cannot be continued: the operators' page."""
+
+    objects = UnresumablePauseManager()  # type: ignore[assignment]
+
+    # Annotated by the manager's query: the stranded pause (None: no ledger row) and why.
+    jti: str | None
+    has_ledger: bool
+    reason: str
+
+    class Meta:
+        proxy = True
+        verbose_name = _("unresumable pause")
+        verbose_name_plural = _("unresumable pauses")

@@ -2,33 +2,35 @@
 
 MariaDB's and MySQL's default utf8mb4 collations fold case and accents and ignore
 trailing spaces, so ``T-1`` and ``t-1`` would be one thread and the unique index would
-merge them. The key columns get a binary, no-pad collation there. PostgreSQL and
-SQLite compare text exactly by default: nothing to do. A later migration that alters
-these columns must repeat this step.
+merge them. The id columns get a binary, no-pad collation there (the same on both
+tables, so joins between them compare like with like). PostgreSQL and SQLite compare
+text exactly by default: nothing to do. A later migration that alters these columns
+must repeat this step.
 """
 
 from django.db import migrations
 
-KEY_COLUMNS = ("thread_id", "checkpoint_id", "key")
-
-
-def _binary_collation(connection):
-    return "utf8mb4_nopad_bin" if connection.mysql_is_mariadb else "utf8mb4_0900_bin"
+ID_COLUMNS = {
+    "CheckpointMetadata": ("thread_id", "checkpoint_id", "key"),
+    "Pause": ("jti", "run_id", "session_id", "thread_id", "checkpoint_id", "request_key"),
+}
 
 
 def _set_collation(apps, schema_editor, *, binary):
     connection = schema_editor.connection
     if connection.vendor != "mysql":
         return
-    model = apps.get_model("turnstate_app", "CheckpointMetadata")
+    collation = "utf8mb4_nopad_bin" if connection.mysql_is_mariadb else "utf8mb4_0900_bin"
     quote = schema_editor.quote_name
-    collate = f" COLLATE {_binary_collation(connection)}" if binary else ""
-    modifications = ", ".join(
-        f"MODIFY {quote(model._meta.get_field(name).column)} varchar(255) "
-        f"CHARACTER SET utf8mb4{collate} NOT NULL"
-        for name in KEY_COLUMNS
-    )
-    schema_editor.execute(f"ALTER TABLE {quote(model._meta.db_table)} {modifications}")
+    for model_name, names in ID_COLUMNS.items():
+        meta = apps.get_model("turnstate_app", model_name)._meta
+        modifications = ", ".join(
+            f"MODIFY {quote(meta.get_field(name).column)} "
+            f"varchar({meta.get_field(name).max_length}) CHARACTER SET utf8mb4"
+            f"{f' COLLATE {collation}' if binary else ''} NOT NULL"
+            for name in names
+        )
+        schema_editor.execute(f"ALTER TABLE {quote(meta.db_table)} {modifications}")
 
 
 def forwards(apps, schema_editor):

@@ -1,0 +1,124 @@
+"""The one unresumable query every operator face uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from turnstate_app.models import (
+    UNRESUMABLE_NO_LEDGER,
+    UNRESUMABLE_NO_TURN_STATE,
+    CheckpointMetadata,
+    Pause,
+    RowKind,
+    UnresumablePause,
+)
+from turnstate_app.pauses import mint_pause, resume_pause
+from turnstate_app.ports import ModelCheckpointCommandPort
+from turnstate_app.turnstate import turn_state_key
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class TurnStateFailsPort(ModelCheckpointCommandPort):
+    def write_metadata_sync(self, **kwargs: Any) -> None:
+        if kwargs["key"].startswith("turn_state:"):
+            raise ConnectionError("database went away")
+        super().write_metadata_sync(**kwargs)
+
+
+def mint(n: int, **overrides: Any) -> Any:
+    fields: dict[str, Any] = {
+        "run_id": f"run-{n}",
+        "session_id": "s",
+        "thread_id": f"thread-{n}",
+        "checkpoint_id": "cp",
+        "scope_hash": "h",
+        "tool_call_id": f"call-{n}",
+        "request": {"q": n},
+        "prompt": "p",
+        "messages": [],
+    }
+    fields.update(overrides)
+    return mint_pause(**fields)
+
+
+def legacy_request(n: int) -> None:
+    """A request row written by a build that kept no ledger and no turn state."""
+    ModelCheckpointCommandPort().write_metadata_sync(
+        thread_id=f"legacy-{n}",
+        checkpoint_id="cp",
+        key=f"interrupt_payload:int-{n}",
+        value="{}",
+        task_id=None,
+    )
+
+
+def test_kind_is_computed_by_the_database() -> None:
+    port = ModelCheckpointCommandPort()
+    for key in (
+        "ask_user_request:a",
+        "interrupt_payload:b",
+        "turn_state:c",
+        "answer:d",
+        "other",
+        "ASK_USER_REQUEST:x",
+    ):
+        port.write_metadata_sync(thread_id="t", checkpoint_id="c", key=key, value="v", task_id=None)
+    kinds = dict(CheckpointMetadata.objects.values_list("key", "kind"))
+    assert kinds == {
+        "ask_user_request:a": RowKind.REQUEST,
+        "interrupt_payload:b": RowKind.REQUEST,
+        "turn_state:c": RowKind.TURN_STATE,
+        "answer:d": RowKind.ANSWER,
+        "other": RowKind.OTHER,
+        "ASK_USER_REQUEST:x": RowKind.OTHER,
+    }
+
+
+def test_both_kinds_are_listed_and_nothing_else(turnstate_settings: dict[str, Any]) -> None:
+    resumable = mint(1)
+    answered = mint(2)
+    resume_pause(answered.token, "x")
+    lost = mint(3)
+    CheckpointMetadata.objects.filter(key=turn_state_key(lost.claims)).delete()
+    lost_but_answered = mint(4)
+    CheckpointMetadata.objects.filter(key=turn_state_key(lost_but_answered.claims)).delete()
+    resume_pause(lost_but_answered.token, "x")
+    turnstate_settings["PORT"] = "tests.test_unresumable.TurnStateFailsPort"
+    failed = mint(5)
+    legacy_request(6)
+
+    rows = {(row.thread_id, row.jti, row.reason) for row in UnresumablePause.objects.all()}
+    assert rows == {
+        ("thread-3", lost.claims.jti, UNRESUMABLE_NO_TURN_STATE),
+        ("thread-5", failed.claims.jti, UNRESUMABLE_NO_TURN_STATE),
+        ("legacy-6", None, UNRESUMABLE_NO_LEDGER),
+    }
+    assert resumable.claims.jti not in {jti for _, jti, _ in rows}
+
+
+def test_a_retried_call_sharing_a_request_key_is_judged_by_its_pending_pause() -> None:
+    first = mint(1)
+    resume_pause(first.token, "x")
+    retry = mint(1)  # same thread, checkpoint and tool call: the same request row
+    assert not UnresumablePause.objects.exists()
+    CheckpointMetadata.objects.filter(key=turn_state_key(retry.claims)).delete()
+    [row] = UnresumablePause.objects.all()
+    assert row.jti == retry.claims.jti
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_listing_costs_one_query_whatever_the_rows(rows: int) -> None:
+    for n in range(rows):
+        legacy_request(n)
+        lost = mint(n)
+        CheckpointMetadata.objects.filter(key=turn_state_key(lost.claims)).delete()
+    with CaptureQueriesContext(connection) as queries:
+        listed = [(row.key, row.jti, row.reason) for row in UnresumablePause.objects.order_by("created_at")]
+    assert len(listed) == 2 * rows
+    assert len(queries.captured_queries) == 1
+    assert Pause.objects.count() == rows
