@@ -279,7 +279,7 @@ class UnresumablePauseManager(models.Manager["UnresumablePause"]):
 class UnresumablePause(CheckpointMetadata):
     """The request rows of pauses that cannot be continued: the operators' page."""
 
-    objects = UnresumablePauseManager()  # type: ignore[assignment]
+    objects = UnresumablePauseManager()  # type: ignore[assignment,misc]
 
     # Annotated by the manager's query: the stranded pause (None: no ledger row) and why.
     jti: str | None
