@@ -12,20 +12,22 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: mariadb-headers help install test test-sqlite test-postgres test-mariadb test-django6 lint demo bench clean
+.PHONY: mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
 	@echo "make test          the suite on SQLite, then on PostgreSQL"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
+	@echo "make test-e2e      the admin in headless Chromium (installs chromium with apt)"
+	@echo "make screenshot    docs/img/admin-unresumable.png, from the same browser run"
 	@echo "make lint          ruff + mypy"
 	@echo "make bench         benchmarks (bench/)"
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed
@@ -54,7 +56,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: $(VENV6)/.installed
@@ -62,10 +64,29 @@ test-django6: $(VENV6)/.installed
 	DATABASE_URL= $(VENV6)/bin/pytest $(PYTEST_ARGS)
 	DATABASE_URL=$(PG_URL) $(VENV6)/bin/pytest $(PYTEST_ARGS)
 
+# Debian's Chromium and its driver, from apt: Selenium Manager never downloads a browser here.
+browser:
+	@dpkg -s chromium chromium-driver >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
+
+$(VENV)/.installed-e2e: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e '.[test,e2e]'
+	@touch $@
+
+test-e2e: $(VENV)/.installed-e2e | browser
+	SE_OFFLINE=true DATABASE_URL= $(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
+
+screenshot: $(VENV)/.installed-e2e | browser
+	mkdir -p docs/img
+	SE_OFFLINE=true DATABASE_URL= TURNSTATE_SCREENSHOT=docs/img/admin-unresumable.png \
+		$(VENV)/bin/pytest -q -m e2e tests/test_admin_e2e.py
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy turnstate_app tests $(wildcard bench/*.py)
+
+demo: install
+	$(VENV)/bin/python example_project/demo.py --database-url "$(DATABASE_URL)"
 
 bench: install
 	$(VENV)/bin/python bench/port.py --database sqlite

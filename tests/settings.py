@@ -21,6 +21,10 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.staticfiles",  # the live server serves the admin's CSS to the browser test
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
     "turnstate_app",
 ]
 
@@ -72,3 +76,7 @@ def database_from_env() -> dict[str, Any]:
 DATABASES = {"default": database_from_env()}
 
 STATIC_URL = "/static/"
+
+# What drf-spectacular asks of every project serving a schema; nothing else is set, so the
+# app's views run under DRF's defaults, as in a host that configured nothing.
+REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}

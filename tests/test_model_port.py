@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -90,13 +91,12 @@ def test_a_refused_write_leaves_the_callers_transaction_usable(
     model_port: ModelCheckpointCommandPort, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from turnstate_app.ports import model as model_module
-    from turnstate_app.ports.statements import PortStatements, statements_for
+    from turnstate_app.ports.statements import statements_for
 
     good = statements_for("default")
-    broken = PortStatements(
-        read=good.read,
-        write="INSERT INTO no_such_table VALUES (%s, %s, %s, %s, %s, %s, %s)",
-        claim=good.claim,
+    bad = "INSERT INTO no_such_table VALUES (%s, %s, %s, %s, %s, %s, %s)"
+    broken = dataclasses.replace(
+        good, write=bad, native_write=bad.replace("%s", "?" if connection.vendor == "sqlite" else "%s")
     )
     with transaction.atomic():
         model_port.write_metadata_sync(**ROW, value="kept", task_id=None)
@@ -199,3 +199,37 @@ def test_eight_processes_overwriting_the_same_keys_leave_well_formed_rows() -> N
     for row in rows:
         assert row.value in written
         assert row.task_id == row.value.split(",")[0].split(": ")[1]
+
+
+def test_execute_wrappers_see_every_port_statement(model_port: ModelCheckpointCommandPort) -> None:
+    seen: list[str] = []
+
+    def spy(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        model_port.write_metadata_sync(**ROW, value="v", task_id=None)
+        model_port.claim_metadata_sync(**ROW, value="v", task_id=None)
+        assert model_port.read_metadata_sync(**ROW) == "v"
+    port_statements = [sql for sql in seen if CheckpointMetadata._meta.db_table in sql]
+    assert len(port_statements) == 3  # (a fresh connection may add its own set-up statements)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_postgresql_statements_are_really_prepared(model_port: ModelCheckpointCommandPort) -> None:
+    model_port.write_metadata_sync(**ROW, value="v", task_id=None)
+    assert model_port.read_metadata_sync(**ROW) == "v"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any("ON CONFLICT" in sql for sql in prepared), prepared
+    assert any(sql.lstrip().startswith("SELECT") for sql in prepared), prepared
+
+
+def test_prepared_statements_can_be_turned_off(
+    model_port: ModelCheckpointCommandPort, turnstate_settings: dict
+) -> None:
+    turnstate_settings["PREPARED_STATEMENTS"] = False
+    model_port.write_metadata_sync(**ROW, value="v", task_id=None)
+    assert model_port.read_metadata_sync(**ROW) == "v"

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.conf import settings
 from django.core import checks
 from django.core.signals import setting_changed
+from django.db.models.signals import pre_delete
 
 
 class TurnstateConfig(AppConfig):
@@ -12,7 +14,14 @@ class TurnstateConfig(AppConfig):
 
     def ready(self) -> None:
         from turnstate_app.checks import check_settings
+        from turnstate_app.conf import conf
         from turnstate_app.ports.default import reset_default_store
+        from turnstate_app.retention import erase_owned_pauses
 
         checks.register(check_settings, "turnstate")
+        setting_changed.connect(conf.reset, dispatch_uid="turnstate_reset_conf")
         setting_changed.connect(reset_default_store, dispatch_uid="turnstate_reset_store")
+        # A deleted person's pauses cascade; this removes the rows those pauses left in the store.
+        pre_delete.connect(
+            erase_owned_pauses, sender=settings.AUTH_USER_MODEL, dispatch_uid="turnstate_erase_owned"
+        )

@@ -28,18 +28,32 @@ DEFAULTS: dict[str, Any] = {
 
 
 class TurnstateSettings:
-    """Typed, lazy view of ``settings.TURNSTATE``."""
+    """Typed, lazy view of ``settings.TURNSTATE``.
+
+    Resolved on first use and cached (the port reads it on every write), and forgotten
+    whenever ``TURNSTATE`` changes, so ``override_settings`` still works.
+    """
+
+    def __init__(self) -> None:
+        self._resolved: dict[str, Any] | None = None
 
     @property
     def raw(self) -> Any:
         """The user's dict exactly as given (checks validate it)."""
         return getattr(settings, "TURNSTATE", {})
 
+    def reset(self, *, setting: str = "TURNSTATE", **_: Any) -> None:
+        """Forget the resolved values (connected to ``setting_changed``)."""
+        if setting == "TURNSTATE":
+            self._resolved = None
+
     def _get(self, name: str) -> Any:
-        user = self.raw
-        if isinstance(user, dict) and name in user:
-            return user[name]
-        return DEFAULTS[name]
+        resolved = self._resolved
+        if resolved is None:
+            user = self.raw
+            resolved = {**DEFAULTS, **(user if isinstance(user, dict) else {})}
+            self._resolved = resolved
+        return resolved[name]
 
     @property
     def PORT(self) -> str:  # noqa: N802 - mirrors the setting's key

@@ -32,6 +32,14 @@ class PayloadBindingError(TurnStateError):
     """Something is stored and it is wrong: unreadable, another turn's, or an unsigned token."""
 
 
+class TokenSignatureError(PayloadBindingError):
+    """The token itself is unusable: malformed, oversized, or failing its signature.
+
+    Its own class so an HTTP face can tell "this token is bad" from "the stored record
+    is another turn's" without reading messages; callers still catch PayloadBindingError.
+    """
+
+
 class PauseAlreadyAnsweredError(TurnStateError):
     """The pause's token was already consumed."""
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
@@ -19,6 +20,9 @@ from turnstate_app.checkpoints import (
 )
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.turnstate import TURN_STATE_KEY_PREFIX
+
+if TYPE_CHECKING:
+    from turnstate_app.retention import PurgeBatch, PurgeResult
 
 ID_MAX_LENGTH = 255
 
@@ -194,6 +198,31 @@ class PauseQuerySet(models.QuerySet["Pause"]):
     def awaiting_handoff(self) -> PauseQuerySet:
         """Answered pauses whose hand-off to RESUME_HANDLER never succeeded."""
         return self.filter(status=PauseStatus.ANSWERED, handed_off_at__isnull=True)
+
+    def settled(self) -> PauseQuerySet:
+        """Answered or expired: no token of theirs can be consumed any more."""
+        return self.filter(status__in=[PauseStatus.ANSWERED, PauseStatus.EXPIRED])
+
+    def last_event_before(self, cutoff: datetime) -> PauseQuerySet:
+        """Whose last event (``answered_at``, else ``expires_at``) came before ``cutoff``."""
+        return self.filter(Q(answered_at__lt=cutoff) | Q(answered_at__isnull=True, expires_at__lt=cutoff))
+
+    def purgeable(self, cutoff: datetime, *, include_pending: bool = False) -> PauseQuerySet:
+        """What retention removes: settled pauses (any, with ``include_pending``) quiet since ``cutoff``."""
+        old = self.last_event_before(cutoff)
+        return old if include_pending else old.settled()
+
+    def purge(
+        self,
+        *,
+        batch_size: int = 1000,
+        dry_run: bool = False,
+        progress: Callable[[PurgeBatch], None] | None = None,
+    ) -> PurgeResult:
+        """Delete these pauses and their rows in bounded batches (see :mod:`turnstate_app.retention`)."""
+        from turnstate_app.retention import purge_pauses
+
+        return purge_pauses(self, batch_size=batch_size, dry_run=dry_run, progress=progress)
 
 
 class Pause(models.Model):

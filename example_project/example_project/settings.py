@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+import django
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -26,7 +27,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    *(["django_tasks"] if django.VERSION < (6, 0) else []),  # the tasks API backport on 5.2
+    "django_tasks_db",
     "turnstate_app",
+    "agents",
 ]
 
 MIDDLEWARE = [
@@ -72,7 +80,33 @@ DATABASES = {"default": _database()}
 
 STATIC_URL = "/static/"
 
+# What a front end uses: the session (browser) or a token (API client).
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "turnstate example",
+    "SWAGGER_UI_DIST": "SIDECAR",  # served locally: no CDN needed
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# The worker: Django's tasks API on the database backend; `manage.py db_worker` runs it.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
 TURNSTATE = {
     "PORT": "turnstate_app.ports.ModelCheckpointCommandPort",
     "TOKEN_MAX_AGE": 24 * 3600,
+    "RESUME_HANDLER": "agents.handoff.enqueue_continuation",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"turnstate_app": {"handlers": ["console"], "level": "WARNING"}},
 }

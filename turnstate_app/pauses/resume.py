@@ -8,6 +8,7 @@ caller in any number of processes win, and that caller stores the answer.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -23,7 +24,7 @@ from turnstate_app.errors import (
     PauseCheckpointNotFoundError,
     PauseExpiredError,
 )
-from turnstate_app.models import Pause, PauseStatus
+from turnstate_app.models import Pause, PauseQuerySet, PauseStatus
 from turnstate_app.pauses.handoff import ResumedPause, after_answer
 from turnstate_app.pauses.mint import to_json
 from turnstate_app.pauses.tokens import read_token
@@ -55,7 +56,7 @@ def resume_pause(
             f"no pause {claims.jti!r} is in the ledger: it was never minted here, or was purged"
         ) from None
     now = timezone.now()
-    refuse_unless_pending(pause, now)
+    refuse_unless_pending(pause, now, pauses)
     if user is not None:
         require_may_answer(pause, user)
     checkpoint = stored_turn(store, claims)
@@ -65,7 +66,7 @@ def resume_pause(
             status=PauseStatus.ANSWERED, answered_at=now
         )
         if won != 1:
-            refuse_unless_pending(pauses.get(jti=claims.jti), now)
+            refuse_unless_pending(pauses.get(jti=claims.jti), now, pauses)
             raise PauseAlreadyAnsweredError(f"pause {claims.jti!r} was answered concurrently")
         call_port_sync(
             store.commands,
@@ -88,13 +89,13 @@ async def aresume_pause(
     return await sync_to_async(resume_pause, thread_sensitive=True)(token, answer, user=user, store=store)
 
 
-def refuse_unless_pending(pause: Pause, now: Any) -> None:
-    """Answered wins over age; a pending pause past its age becomes expired."""
+def refuse_unless_pending(pause: Pause, now: datetime, pauses: PauseQuerySet) -> None:
+    """Answered wins over age; a pending pause past its age becomes expired (only pending ones)."""
     if pause.status == PauseStatus.ANSWERED:
         raise PauseAlreadyAnsweredError(f"pause {pause.jti!r} has already been answered")
     if pause.status == PauseStatus.EXPIRED or pause.expires_at <= now:
         if pause.status == PauseStatus.PENDING:
-            Pause.objects.filter(jti=pause.jti, status=PauseStatus.PENDING).update(status=PauseStatus.EXPIRED)
+            pauses.filter(jti=pause.jti, status=PauseStatus.PENDING).update(status=PauseStatus.EXPIRED)
         raise PauseExpiredError(f"pause {pause.jti!r} expired at {pause.expires_at.isoformat()}")
 
 

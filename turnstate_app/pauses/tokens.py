@@ -10,7 +10,7 @@ from django.core import signing
 from pydantic import ValidationError
 
 from turnstate_app.contracts import PauseClaims
-from turnstate_app.errors import PayloadBindingError
+from turnstate_app.errors import TokenSignatureError
 
 TOKEN_SALT = "turnstate_app.pauses.token"
 MAX_TOKEN_CHARS = 4096
@@ -22,23 +22,23 @@ def sign_claims(claims: PauseClaims) -> str:
 
 
 def read_token(token: object) -> PauseClaims:
-    """The claims a token carries, or :class:`PayloadBindingError` if it fails its signature.
+    """The claims a token carries, or :class:`TokenSignatureError` (a ``PayloadBindingError``) if it fails.
 
     Keys in ``SECRET_KEY_FALLBACKS`` still verify, so secret keys can be rotated without
     stranding pauses in flight.
     """
     if not isinstance(token, str) or not token:
-        raise PayloadBindingError("a pause token is a non-empty string")
+        raise TokenSignatureError("a pause token is a non-empty string")
     if len(token) > MAX_TOKEN_CHARS:
-        raise PayloadBindingError(f"a pause token is at most {MAX_TOKEN_CHARS} characters")
+        raise TokenSignatureError(f"a pause token is at most {MAX_TOKEN_CHARS} characters")
     try:
         payload = signing.loads(token, salt=TOKEN_SALT)
     except (signing.BadSignature, ValueError, UnicodeError) as exc:
-        raise PayloadBindingError("the pause token fails its signature check") from exc
+        raise TokenSignatureError("the pause token fails its signature check") from exc
     try:
         claims = PauseClaims.model_validate(payload)
     except ValidationError as exc:
-        raise PayloadBindingError("the pause token is signed but does not carry pause claims") from exc
+        raise TokenSignatureError("the pause token is signed but does not carry pause claims") from exc
     if not claims.jti:
-        raise PayloadBindingError("the pause token's claims carry no jti")
+        raise TokenSignatureError("the pause token's claims carry no jti")
     return claims

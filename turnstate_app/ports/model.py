@@ -19,29 +19,12 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import connections, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from turnstate_app.conf import conf
+from turnstate_app.ports.execution import run_statement
 from turnstate_app.ports.limits import check_row_ids, check_write
 from turnstate_app.ports.statements import statements_for
-
-
-class _PreparingCursor:
-    """A server-binding psycopg cursor that asks for a prepared statement on each execute.
-
-    Handed to Django's own cursor wrappers, so execute wrappers, query logging and
-    error translation see every statement exactly as they see the ORM's.
-    """
-
-    def __init__(self, cursor: Any) -> None:
-        self._cursor = cursor
-
-    def execute(self, sql: str, params: Any = None) -> Any:
-        return self._cursor.execute(sql, params, prepare=True)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cursor, name)
 
 
 def _model() -> Any:
@@ -87,10 +70,11 @@ class ModelCheckpointCommandPort:
         alias = router.db_for_read(_model())
         connection = connections[alias]
         check_row_ids(thread_id, checkpoint_id, key, vendor=connection.vendor)
-        with self._cursor(connection) as cursor:
-            cursor.execute(statements_for(alias).read, (thread_id, checkpoint_id, key))
-            row = cursor.fetchone()
-        return None if row is None else row[0]
+        statements = statements_for(alias)
+        _, row = run_statement(
+            connection, statements.read, statements.native_read, (thread_id, checkpoint_id, key)
+        )
+        return None if row is None else str(row[0])
 
     def write_metadata_sync(
         self, *, thread_id: str, checkpoint_id: str, key: str, value: str, task_id: str | None
@@ -126,13 +110,11 @@ class ModelCheckpointCommandPort:
         )
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         params = (thread_id, checkpoint_id, key, value, task_id, now, now)
-        sql = getattr(statements_for(alias), statement)
-        with (
-            self._savepoint_if_in_transaction(connection, alias),
-            self._cursor(connection) as cursor,
-        ):
-            cursor.execute(sql, params)
-            return int(cursor.rowcount)
+        statements = statements_for(alias)
+        portable, native = getattr(statements, statement), getattr(statements, f"native_{statement}")
+        with self._savepoint_if_in_transaction(connection, alias):
+            rowcount, _ = run_statement(connection, portable, native, params)
+        return rowcount
 
     @staticmethod
     @contextmanager
@@ -142,17 +124,3 @@ class ModelCheckpointCommandPort:
                 yield
         else:
             yield
-
-    @staticmethod
-    def _cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:
-        """Django's cursor, or on PostgreSQL one that prepares its statements."""
-        if connection.vendor != "postgresql" or not conf.PREPARED_STATEMENTS:
-            return connection.cursor()
-        import psycopg
-
-        connection.ensure_connection()
-        connection.validate_thread_sharing()
-        raw = _PreparingCursor(psycopg.Cursor(connection.connection))
-        if connection.queries_logged:
-            return connection.make_debug_cursor(raw)  # type: ignore[arg-type]
-        return connection.make_cursor(raw)  # type: ignore[arg-type]

@@ -1,0 +1,72 @@
+"""Two deterministic agent turns (no model, no network) that stop to ask a person.
+
+Each builds the prompt and transcript a real agent would have at the moment it pauses,
+then mints a pause with them: the transcript goes to the store, only claims go in the token.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from agents.models import AgentRun
+from agents.ports import TurnStateWriteFailsPort
+from turnstate_app.pauses import MintedPause, mint_pause
+from turnstate_app.turnstate import TurnCheckpointStore
+
+SYSTEM = {"role": "system", "content": "You are a travel assistant. Ask before spending money."}
+
+
+def ask_user_turn(owner: Any) -> MintedPause:
+    """The agent calls its ``ask_user`` tool: which week suits the team?"""
+    run_id, thread_id = f"run-{uuid.uuid4().hex[:8]}", f"thread-{uuid.uuid4().hex[:8]}"
+    prompt = "Plan a two-day team offsite in Lisbon for six people."
+    question = "Which week suits the team: May 4 or May 11?"
+    messages = [
+        SYSTEM,
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": "Two venues are free on both weeks; I need a date."},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "call-ask-1", "name": "ask_user", "arguments": {"question": question}}],
+        },
+    ]
+    AgentRun.objects.create(run_id=run_id, thread_id=thread_id, transcript=messages)
+    return mint_pause(
+        run_id=run_id,
+        session_id="demo-session",
+        thread_id=thread_id,
+        checkpoint_id="cp-1",
+        scope_hash="offsite-planning",
+        tool_call_id="call-ask-1",
+        name="ask_user",
+        request={"question": question, "choices": ["May 4", "May 11"]},
+        prompt=prompt,
+        messages=messages,
+        owner=owner,
+    )
+
+
+def interrupt_turn(owner: Any) -> MintedPause:
+    """The agent hits an approval interrupt; its turn-state write fails (demo-only port)."""
+    run_id, thread_id = f"run-{uuid.uuid4().hex[:8]}", f"thread-{uuid.uuid4().hex[:8]}"
+    prompt = "Book the venue deposit."
+    messages = [
+        SYSTEM,
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": "The deposit is EUR 2,400. Approval needed."},
+    ]
+    AgentRun.objects.create(run_id=run_id, thread_id=thread_id, transcript=messages)
+    return mint_pause(
+        run_id=run_id,
+        session_id="demo-session",
+        thread_id=thread_id,
+        checkpoint_id="cp-1",
+        scope_hash="offsite-planning",
+        interrupt_id="approve-deposit",
+        request={"question": "Approve a EUR 2,400 deposit?"},
+        prompt=prompt,
+        messages=messages,
+        owner=owner,
+        store=TurnCheckpointStore(commands=TurnStateWriteFailsPort()),
+    )

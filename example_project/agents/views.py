@@ -1,0 +1,26 @@
+"""What a chat UI would fetch: a run's visible transcript, to its owner or staff."""
+
+from __future__ import annotations
+
+from rest_framework import permissions
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents.models import AgentRun
+
+
+@api_view(["GET"])
+@permission_classes([permissions.IsAuthenticated])
+def run_detail(request: Request, run_id: str) -> Response:
+    run = AgentRun.objects.filter(run_id=run_id).first()
+    if run is None:
+        return Response({"detail": "no such run"}, status=404)
+    return Response(
+        {
+            "run_id": run.run_id,
+            "status": run.status,
+            "transcript": run.transcript,
+            "continued_by_pid": run.continued_by_pid,
+        }
+    )

@@ -1,0 +1,215 @@
+"""The admin: three read-only change lists, the unresumable one first among them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.urls import reverse
+
+from tests.pause_helpers import answered, legacy_request, lost, mint
+from turnstate_app.admin import UnresumablePauseAdmin
+from turnstate_app.models import UNRESUMABLE_NO_LEDGER, CheckpointMetadata, Pause, UnresumablePause
+
+pytestmark = pytest.mark.django_db
+
+UNRESUMABLE = reverse("admin:turnstate_app_unresumablepause_changelist")
+CHANGE_LISTS = [
+    UNRESUMABLE,
+    reverse("admin:turnstate_app_pause_changelist"),
+    reverse("admin:turnstate_app_checkpointmetadata_changelist"),
+]
+# The session, the user, the paginator's count (not on the two lists that grow with the store), the page.
+QUERIES_PER_PAGE = {UNRESUMABLE: 3, CHANGE_LISTS[1]: 4, CHANGE_LISTS[2]: 3}
+
+
+@pytest.fixture
+def both_kinds() -> dict[str, str]:
+    resumable = mint(1)
+    done = answered(2)
+    stranded = lost(3)
+    legacy_request(4)
+    failed = mint(5, failing=True)
+    gone_but_answered = lost(6)
+    Pause.objects.filter(jti=gone_but_answered.claims.jti).update(status="answered")
+    return {
+        "lost": stranded.claims.jti,
+        "failed": failed.claims.jti,
+        "resumable": resumable.claims.jti,
+        "answered": done.claims.jti,
+    }
+
+
+def test_the_unresumable_page_lists_both_kinds_and_nothing_else(
+    admin_client: Client, both_kinds: dict[str, str]
+) -> None:
+    response = admin_client.get(UNRESUMABLE)
+
+    assert response.status_code == 200
+    rows = response.context["cl"].result_list
+    assert {(row.thread_id, row.jti) for row in rows} == {
+        ("thread-3", both_kinds["lost"]),
+        ("thread-5", both_kinds["failed"]),
+        ("legacy-4", None),
+    }
+    html = response.content.decode()
+    for text in (both_kinds["lost"], both_kinds["failed"], "interrupt_payload:int-4", "no ledger row"):
+        assert text in html
+    for text in (both_kinds["resumable"], both_kinds["answered"], "thread-6"):
+        assert text not in html
+
+
+def test_the_unresumable_page_sorts_by_age_and_filters_by_reason(
+    admin_client: Client, both_kinds: dict[str, str]
+) -> None:
+    CheckpointMetadata.objects.filter(thread_id="legacy-4").update(created_at="2020-01-01T00:00:00Z")
+    age_column = str(UnresumablePauseAdmin.list_display.index("age"))  # ?o= counts from 0
+
+    youngest_first = admin_client.get(UNRESUMABLE, {"o": age_column}).context["cl"].result_list
+    oldest_first = admin_client.get(UNRESUMABLE, {"o": f"-{age_column}"}).context["cl"].result_list
+    no_ledger = admin_client.get(UNRESUMABLE, {"reason": "no_ledger"}).context["cl"].result_list
+    by_jti = admin_client.get(UNRESUMABLE, {"q": both_kinds["failed"]}).context["cl"].result_list
+
+    assert youngest_first[len(youngest_first) - 1].thread_id == "legacy-4"
+    assert oldest_first[0].thread_id == "legacy-4"
+    assert [row.thread_id for row in no_ledger] == ["legacy-4"]
+    assert [row.thread_id for row in by_jti] == ["thread-5"]
+
+
+def test_the_unresumable_page_pages_without_counting(
+    admin_client: Client, monkeypatch: pytest.MonkeyPatch, django_assert_num_queries: Any
+) -> None:
+    monkeypatch.setattr(UnresumablePauseAdmin, "list_per_page", 2)
+    for n in range(5):
+        legacy_request(n)
+
+    with django_assert_num_queries(3):
+        first = admin_client.get(UNRESUMABLE)
+    last = admin_client.get(UNRESUMABLE, {"p": 3})
+    beyond = admin_client.get(UNRESUMABLE, {"p": 4})
+
+    assert len(first.context["cl"].result_list) == 2 and first.context["cl"].has_more
+    assert b"2 unresumable pauses so far; more on the next page" in first.content
+    assert b'href="?p=2"' in first.content
+    assert len(last.context["cl"].result_list) == 1 and not last.context["cl"].has_more
+    assert b"5 unresumable pauses" in last.content
+    assert beyond.status_code == 302 and beyond["Location"].endswith("?e=1")
+
+
+def test_an_unresumable_row_opens_read_only(admin_client: Client, both_kinds: dict[str, str]) -> None:
+    row = UnresumablePause.objects.get(thread_id="legacy-4")
+    response = admin_client.get(reverse("admin:turnstate_app_unresumablepause_change", args=[row.pk]))
+    assert response.status_code == 200
+    assert b'name="_save"' not in response.content
+    assert UNRESUMABLE_NO_LEDGER.encode() in response.content
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+@pytest.mark.parametrize("url", CHANGE_LISTS)
+def test_a_change_list_costs_the_same_queries_for_3_rows_as_for_30(
+    admin_client: Client, django_assert_num_queries: Any, url: str, rows: int
+) -> None:
+    owner = get_user_model().objects.create_user("owner")
+    for n in range(rows):
+        lost(n, owner=owner)
+        legacy_request(n)
+    admin_client.get(url)  # warm the session
+
+    with django_assert_num_queries(QUERIES_PER_PAGE[url]):
+        response = admin_client.get(url)
+
+    assert response.status_code == 200
+    assert response.context["cl"].result_count >= rows
+
+
+@pytest.mark.parametrize(
+    ("url", "query", "expected"),
+    [
+        (CHANGE_LISTS[1], {"status__exact": "answered"}, {"thread-2", "thread-6"}),
+        (CHANGE_LISTS[1], {"resumable__exact": "0"}, {"thread-5"}),
+        (CHANGE_LISTS[1], {"age": "gt30d"}, {"thread-1"}),
+        (CHANGE_LISTS[1], {"q": "thread-3"}, {"thread-3"}),
+        (CHANGE_LISTS[2], {"q": "thread-3"}, {"thread-3"}),
+        (CHANGE_LISTS[2], {"kind": "answer"}, {"thread-2"}),
+        (CHANGE_LISTS[2], {"age": "1d"}, {f"thread-{n}" for n in (2, 3, 5, 6)} | {"legacy-4"}),
+    ],
+)
+def test_the_ledger_and_the_store_filter_and_search(
+    admin_client: Client, both_kinds: dict[str, str], url: str, query: dict[str, str], expected: set[str]
+) -> None:
+    Pause.objects.filter(thread_id="thread-1").update(created_at="2020-01-01T00:00:00Z")
+    CheckpointMetadata.objects.filter(thread_id="thread-1").update(created_at="2020-01-01T00:00:00Z")
+
+    response = admin_client.get(url, query)
+
+    assert response.status_code == 200
+    assert {row.thread_id for row in response.context["cl"].result_list} == expected
+
+
+def test_the_ledger_searches_by_jti(admin_client: Client, both_kinds: dict[str, str]) -> None:
+    response = admin_client.get(CHANGE_LISTS[1], {"q": both_kinds["lost"]})
+    assert [row.jti for row in response.context["cl"].result_list] == [both_kinds["lost"]]
+
+
+@pytest.mark.parametrize("model", ["unresumablepause", "pause", "checkpointmetadata"])
+def test_not_even_a_superuser_may_add_change_or_delete(
+    admin_client: Client, both_kinds: dict[str, str], model: str
+) -> None:
+    obj = (
+        UnresumablePause if model == "unresumablepause" else Pause if model == "pause" else CheckpointMetadata
+    )
+    pk = obj.objects.order_by("pk").values_list("pk", flat=True)[0]
+    changelist = admin_client.get(reverse(f"admin:turnstate_app_{model}_changelist"))
+    change = reverse(f"admin:turnstate_app_{model}_change", args=[pk])
+    delete = reverse(f"admin:turnstate_app_{model}_delete", args=[pk])
+
+    assert changelist.status_code == 200
+    add = reverse(f"admin:turnstate_app_{model}_add")
+    assert add.encode() not in changelist.content and b'name="action"' not in changelist.content
+    assert admin_client.get(add).status_code == 403
+    assert b'name="_save"' not in admin_client.get(change).content
+    assert admin_client.post(change, {"thread_id": "x"}).status_code == 403
+    assert admin_client.get(delete).status_code == 403
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+    assert obj.objects.filter(pk=pk).exists()
+
+
+def staff(*codenames: str) -> Client:
+    user = get_user_model().objects.create_user("staff", password="pw", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_staff_with_view_permission_look_but_cannot_touch(both_kinds: dict[str, str]) -> None:
+    client = staff("view_unresumablepause", "view_pause", "view_checkpointmetadata")
+    for url in CHANGE_LISTS:
+        assert client.get(url).status_code == 200
+    pk = Pause.objects.values_list("pk", flat=True)[0]
+    change = reverse("admin:turnstate_app_pause_change", args=[pk])
+    assert b'name="_save"' not in client.get(change).content
+    assert client.post(change, {"status": "pending"}).status_code == 403
+    assert client.get(reverse("admin:turnstate_app_pause_add")).status_code == 403
+
+
+def test_staff_without_permission_see_nothing(both_kinds: dict[str, str]) -> None:
+    client = staff()
+    for url in CHANGE_LISTS:
+        assert client.get(url).status_code == 403
+
+
+def test_staff_holding_every_permission_still_only_look(both_kinds: dict[str, str]) -> None:
+    client = staff("change_pause", "add_pause", "delete_pause")
+    pk = Pause.objects.values_list("pk", flat=True)[0]
+    assert client.get(CHANGE_LISTS[1]).status_code == 200  # Django reads change permission as view permission
+    assert client.get(reverse("admin:turnstate_app_pause_add")).status_code == 403
+    assert client.post(reverse("admin:turnstate_app_pause_change", args=[pk]), {}).status_code == 403
+    assert (
+        client.post(reverse("admin:turnstate_app_pause_delete", args=[pk]), {"post": "yes"}).status_code
+        == 403
+    )
+    assert Pause.objects.filter(pk=pk).exists()

@@ -1,0 +1,209 @@
+"""Admin for looking, not editing: the store, the ledger, and the pauses that cannot be continued.
+
+Nothing here adds, changes or deletes, not even for superusers: retention goes through
+``turnstate_purge``, which keeps a pause's rows together. Each change list costs a constant
+number of queries whatever the page holds.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.http import urlencode
+from django.utils.timesince import timesince
+from django.utils.translation import gettext_lazy as _
+
+from turnstate_app.models import CheckpointMetadata, Pause, RowKind, UnresumablePause
+
+if TYPE_CHECKING:
+    ModelAdmin = admin.ModelAdmin[Any]
+else:  # not subscriptable at run time
+    ModelAdmin = admin.ModelAdmin
+
+
+class AgeFilter(admin.SimpleListFilter):
+    """By ``created_at``: the recent ones, or those old enough to be purged."""
+
+    title = _("age")
+    parameter_name = "age"
+    SPANS = {
+        "1h": (timedelta(hours=1), True, _("less than an hour")),
+        "1d": (timedelta(days=1), True, _("less than a day")),
+        "7d": (timedelta(days=7), True, _("less than a week")),
+        "gt7d": (timedelta(days=7), False, _("older than a week")),
+        "gt30d": (timedelta(days=30), False, _("older than 30 days")),
+    }
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [(value, label) for value, (_span, _newer, label) in self.SPANS.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() not in self.SPANS:
+            return queryset
+        span, newer, _label = self.SPANS[str(self.value())]
+        cutoff = timezone.now() - span
+        return queryset.filter(created_at__gte=cutoff) if newer else queryset.filter(created_at__lt=cutoff)
+
+
+class KindFilter(admin.SimpleListFilter):
+    """The row kinds, from the code: Django would ask the database for a generated field's values."""
+
+    title = _("kind")
+    parameter_name = "kind"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return list(RowKind.choices)
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(kind=self.value()) if self.value() in RowKind.values else queryset
+
+
+class WithoutValues(ChangeList):
+    """Lists store rows without loading ``value`` (up to MAX_VALUE_BYTES each); the detail shows it."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
+        return super().get_queryset(request, exclude_parameters).defer("value")
+
+
+class UncountedChangeList(WithoutValues):
+    """Pages without ``COUNT(*)``: fetches one row past the page to know whether another follows.
+
+    For the two lists that grow with the store: counting unresumable rows means judging every
+    request row (1.4 s at 1M rows on PostgreSQL), counting the store means reading all of
+    it; a page reads rows only until it is full. The total is not shown, only how many rows
+    this page and the ones before it hold, and whether more follow.
+    """
+
+    has_more = False
+
+    def get_results(self, request: HttpRequest) -> None:
+        if self.page_num < 1:
+            raise IncorrectLookupParameters
+        offset = (self.page_num - 1) * self.list_per_page
+        rows = list(self.queryset[offset : offset + self.list_per_page + 1])
+        if not rows and self.page_num > 1:
+            raise IncorrectLookupParameters
+        self.has_more = len(rows) > self.list_per_page
+        self.result_list = rows[: self.list_per_page]
+        self.result_count = offset + len(self.result_list)
+        self.full_result_count = None
+        self.show_full_result_count = False
+        self.show_admin_actions = False
+        self.can_show_all = False
+        self.multi_page = self.has_more or self.page_num > 1
+        # Pages 1 .. this one (+ the next when more follow), for the admin's page links.
+        self.paginator = Paginator(range(offset + len(rows)), self.list_per_page)
+
+
+class ReadOnlyAdmin(ModelAdmin):
+    """View permission is enough to look; no one may add, change or delete."""
+
+    actions = None
+    show_full_result_count = False
+    list_per_page = 100
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(CheckpointMetadata)
+class CheckpointMetadataAdmin(ReadOnlyAdmin):
+    list_display = ("thread_id", "checkpoint_id", "key", "kind", "created_at", "updated_at")
+    list_filter = (KindFilter, AgeFilter)
+    search_fields = ("=thread_id", "=checkpoint_id", "key")
+    ordering = ("-pk",)  # newest first, by the primary key's index (created_at has none of its own)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return UncountedChangeList
+
+
+@admin.register(Pause)
+class PauseAdmin(ReadOnlyAdmin):
+    list_display = (
+        "jti",
+        "thread_id",
+        "status",
+        "resumable",
+        "owner",
+        "created_at",
+        "answered_at",
+        "expires_at",
+    )
+    list_filter = ("status", "resumable", AgeFilter)
+    list_select_related = ("owner",)
+    search_fields = ("=jti", "=thread_id", "=session_id", "=run_id", "request_key")
+    ordering = ("-pk",)  # newest first, by the primary key's index
+
+
+class ReasonFilter(admin.SimpleListFilter):
+    title = _("reason")
+    parameter_name = "reason"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("no_ledger", _("no ledger row")), ("no_turn_state", _("turn state not recorded"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "no_ledger":
+            return queryset.filter(has_ledger=False)
+        if self.value() == "no_turn_state":
+            return queryset.filter(has_ledger=True)
+        return queryset
+
+
+@admin.register(UnresumablePause)
+class UnresumablePauseAdmin(ReadOnlyAdmin):
+    """Pending pauses whose question can be answered but whose run this store cannot continue."""
+
+    list_display = ("thread_id", "checkpoint_id", "request_key", "pause", "age", "reason")
+    list_display_links = ("thread_id",)
+    readonly_fields = ("pause", "full_reason")
+    list_filter = (ReasonFilter, AgeFilter)
+    search_fields = ("=thread_id", "=jti", "key")
+    ordering = ("-created_at",)
+    # A page costs one probe of the ledger per request row read until it is full: with 1% of
+    # request rows unresumable, 50 rows read ~5k request rows (~60 ms at 1M rows on PostgreSQL).
+    list_per_page = 50
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return UncountedChangeList
+
+    @admin.display(description=_("request key"), ordering="key")
+    def request_key(self, row: UnresumablePause) -> str:
+        return row.key
+
+    @admin.display(description=_("pause (jti)"), ordering="jti")
+    def pause(self, row: UnresumablePause) -> str:
+        if row.jti is None:
+            return "—"
+        url = reverse("admin:turnstate_app_pause_changelist") + "?" + urlencode({"q": row.jti})
+        return format_html('<a href="{}">{}</a>', url, row.jti)
+
+    @admin.display(description=_("age"), ordering="-created_at")
+    def age(self, row: UnresumablePause) -> str:
+        return timesince(row.created_at)
+
+    @admin.display(description=_("reason"))
+    def reason(self, row: UnresumablePause) -> str:
+        """The reason's first half; the whole of it on hover and on the row's page."""
+        what, _colon, _why = row.reason.partition(": ")
+        return format_html('<span title="{}">{}</span>', row.reason, what)
+
+    @admin.display(description=_("reason"))
+    def full_reason(self, row: UnresumablePause) -> str:
+        return row.reason

@@ -1,0 +1,135 @@
+"""Every error the app's views meet, as a JSON body with a stable ``code``.
+
+Installed per view (``get_exception_handler``), never in ``REST_FRAMEWORK``, so the host
+project's own handler and its other views are untouched. Field errors keep DRF's shape
+(``{"field": ["message"]}``); everything else is ``{"code": ..., "detail": ...}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.signals import got_request_exception
+from django.db import InterfaceError, OperationalError
+from django.utils.log import log_response
+from rest_framework import status
+from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
+
+from turnstate_app.errors import (
+    CheckpointFieldError,
+    PauseAlreadyAnsweredError,
+    PauseCheckpointNotFoundError,
+    PauseExpiredError,
+    PayloadBindingError,
+    TokenSignatureError,
+    TurnStateError,
+)
+
+# Most specific first: a TokenSignatureError is also a PayloadBindingError. The texts are
+# fixed, never the exception's own message: a person must not read "tampered" for a record
+# that is merely another turn's, and internals (jti, thread) stay in the logs.
+LIFECYCLE_ERRORS: tuple[tuple[type[TurnStateError], int, str, str], ...] = (
+    (
+        TokenSignatureError,
+        status.HTTP_400_BAD_REQUEST,
+        "invalid_token",
+        "The token is not a valid pause token: it is malformed, truncated, or was not issued here.",
+    ),
+    (
+        PayloadBindingError,
+        status.HTTP_400_BAD_REQUEST,
+        "record_mismatch",
+        "The record stored for this pause belongs to another turn or cannot be read.",
+    ),
+    (
+        PauseCheckpointNotFoundError,
+        status.HTTP_404_NOT_FOUND,
+        "not_found",
+        "Nothing is recorded for this pause.",
+    ),
+    (
+        PauseAlreadyAnsweredError,
+        status.HTTP_409_CONFLICT,
+        "already_answered",
+        "This pause has already been answered.",
+    ),
+    (
+        PauseExpiredError,
+        status.HTTP_410_GONE,
+        "expired",
+        "This pause has expired and can no longer be answered.",
+    ),
+)
+
+UNAVAILABLE = "The database cannot be reached; try again shortly."
+
+
+def error_body(code: str, detail: str) -> dict[str, str]:
+    return {"code": code, "detail": detail}
+
+
+def turnstate_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    """Map ``exc`` to a JSON response; an unexpected error is logged and becomes a JSON 500."""
+    if isinstance(exc, CheckpointFieldError):
+        exc = ValidationError({exc.field: [exc.problem]})
+    response = _known(exc, context)
+    if response is None:
+        response = _unexpected(exc, context)
+    set_rollback()
+    return response
+
+
+def _known(exc: Exception, context: dict[str, Any]) -> Response | None:
+    for error_class, status_code, code, detail in LIFECYCLE_ERRORS:
+        if isinstance(exc, error_class):
+            return Response(error_body(code, detail), status=status_code)
+    if isinstance(exc, OperationalError | InterfaceError):
+        response = Response(
+            error_body("unavailable", UNAVAILABLE), status=status.HTTP_503_SERVICE_UNAVAILABLE
+        )
+        # With the traceback: a missing table is an OperationalError too, and must be seen.
+        _log(response, context, exc, "Service Unavailable (database): %s")
+        return response
+    if isinstance(exc, RequestDataTooBig):
+        return Response(
+            error_body("too_large", "The request body is larger than this server accepts."),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, SuspiciousOperation):
+        logging.getLogger(f"django.security.{type(exc).__name__}").error(str(exc))
+        return Response(
+            error_body("bad_request", "The request is malformed."), status=status.HTTP_400_BAD_REQUEST
+        )
+    handled: Response | None = drf_exception_handler(exc, context)
+    if handled is not None and isinstance(handled.data, dict) and "detail" in handled.data:
+        detail = handled.data["detail"]
+        handled.data["code"] = detail.code if isinstance(detail, ErrorDetail) else "error"
+    return handled
+
+
+def _unexpected(exc: Exception, context: dict[str, Any]) -> Response:
+    """A bug, not bad input: JSON for the client, the traceback for the logs and error trackers."""
+    response = Response(
+        error_body("server_error", "The server failed to handle this request."),
+        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )
+    # What Django does for an uncaught exception: the signal (error trackers and the test
+    # client listen to it), then the django.request log with the traceback.
+    got_request_exception.send(sender=None, request=_django_request(context))
+    _log(response, context, exc, "Internal Server Error: %s")
+    return response
+
+
+def _django_request(context: dict[str, Any]) -> Any:
+    return getattr(context.get("request"), "_request", None)
+
+
+def _log(response: Response, context: dict[str, Any], exc: Exception, message: str) -> None:
+    """Log once on django.request (Django then skips its own line for this response)."""
+    request = _django_request(context)
+    log_response(message, getattr(request, "path", "?"), response=response, request=request, exception=exc)

@@ -1,0 +1,62 @@
+"""OpenAPI descriptions of the error bodies, shared by every endpoint's ``extend_schema``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
+
+from turnstate_app.api.serializers import ErrorSerializer
+
+FIELD_ERRORS: dict[str, Any] = {
+    "type": "object",
+    "description": 'Field errors, DRF\'s shape: {"field": ["message", ...]}.',
+    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+}
+
+# Registered by the 401/403/503 responses every endpoint documents.
+ERROR_OBJECT: dict[str, Any] = {"$ref": "#/components/schemas/TurnstateError"}
+
+
+def error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=description)
+
+
+def bad_request(description: str) -> OpenApiResponse:
+    """A 400 is either field errors or ``{"code", "detail"}``."""
+    return OpenApiResponse({"oneOf": [ERROR_OBJECT, FIELD_ERRORS]}, description=description)
+
+
+NOT_AUTHENTICATED = error(
+    "not_authenticated: no credentials (401 when the project's first authentication class sends a "
+    "challenge, else 403)."
+)
+FORBIDDEN = error("permission_denied: authenticated, but not allowed.")
+UNAVAILABLE = error("unavailable: the database cannot be reached; retry later.")
+BAD_QUERY = bad_request("An invalid filter, page_size or cursor (field errors).")
+
+READ_ERRORS: dict[int, OpenApiResponse] = {
+    401: NOT_AUTHENTICATED,
+    403: FORBIDDEN,
+    503: UNAVAILABLE,
+}
+LIST_ERRORS: dict[int, OpenApiResponse] = {400: BAD_QUERY, **READ_ERRORS}
+DETAIL_ERRORS: dict[int, OpenApiResponse] = {
+    **READ_ERRORS,
+    404: error("not_found: no such row, or not one this user may see."),
+}
+RESUME_ERRORS: dict[int, OpenApiResponse] = {
+    400: bad_request(
+        "invalid_token: the token is malformed or fails its signature; record_mismatch: the stored "
+        "record is another turn's or unreadable; parse_error: the body is not JSON; or field errors "
+        "(token or answer missing, the answer too large or not storable)."
+    ),
+    401: NOT_AUTHENTICATED,
+    403: error("permission_denied: the pause has an owner, and it is neither this user nor staff."),
+    404: error("not_found: nothing is recorded for this pause (never minted here, or purged)."),
+    409: error("already_answered: the token was already consumed."),
+    410: error("expired: the pause is past its age."),
+    413: error("too_large: the body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE."),
+    415: error("unsupported_media_type: the body must be application/json."),
+    503: UNAVAILABLE,
+}

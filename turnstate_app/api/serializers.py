@@ -1,0 +1,159 @@
+"""What goes over the wire: pauses without transcripts, checkpoint rows with ``value`` only one
+at a time, and the error bodies, described for the OpenAPI schema.
+
+Schema components, enums included, are named ``Turnstate…``, so the app's schema never
+collides with the host project's own ``Pause``, ``Error`` or ``StatusEnum``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from rest_framework import serializers
+
+from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, UnresumablePause
+from turnstate_app.pauses import ResumedPause
+
+
+@extend_schema_field({"type": "string", "enum": PauseStatus.values}, component_name="TurnstatePauseStatus")
+class EffectiveStatusField(serializers.ChoiceField):
+    """The ledger's status, except that a pending pause past ``expires_at`` reads ``expired``:
+    the ledger marks it so only when someone next tries to answer it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=PauseStatus.choices, source="*", read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> str:
+        pause: Pause = value  # source="*": the whole pause
+        now: datetime = self.context.get("now") or timezone.now()
+        if pause.status == PauseStatus.PENDING and pause.expires_at <= now:
+            return PauseStatus.EXPIRED.value
+        return str(pause.status)
+
+
+@extend_schema_serializer(component_name="TurnstatePause")
+class PauseSerializer(serializers.ModelSerializer[Pause]):
+    status = EffectiveStatusField(help_text="pending, answered or expired (a pending pause past its age).")
+
+    class Meta:
+        model = Pause
+        fields = (
+            "jti",
+            "run_id",
+            "session_id",
+            "thread_id",
+            "checkpoint_id",
+            "scope_hash",
+            "tool_call_id",
+            "interrupt_id",
+            "name",
+            "request_key",
+            "resumable",
+            "status",
+            "owner",
+            "created_at",
+            "answered_at",
+            "expires_at",
+            "handed_off_at",
+        )
+        read_only_fields = fields
+
+
+@extend_schema_serializer(component_name="TurnstateResumeRequest")
+class ResumeRequestSerializer(serializers.Serializer[Any]):
+    """The body of ``POST pauses/resume/``. The token is checked by the lifecycle, not here."""
+
+    token = serializers.CharField(trim_whitespace=False, help_text="The pause's token, as minted.")
+    answer = serializers.JSONField(allow_null=True, help_text="The person's answer: any JSON value.")
+
+
+@extend_schema_serializer(component_name="TurnstateResumed")
+class ResumedSerializer(serializers.Serializer[ResumedPause]):
+    jti = serializers.CharField(source="claims.jti", read_only=True)
+    status = serializers.SerializerMethodField(help_text='Always "answered".')
+    resumable = serializers.BooleanField(
+        read_only=True, help_text="Whether this resume found a turn state to continue the run from."
+    )
+
+    def get_status(self, resumed: ResumedPause) -> str:
+        return PauseStatus.ANSWERED.value
+
+
+@extend_schema_serializer(component_name="TurnstateUnresumablePause")
+class UnresumablePauseSerializer(serializers.ModelSerializer[UnresumablePause]):
+    jti = serializers.CharField(
+        read_only=True, allow_null=True, help_text="The stranded pause; null: no ledger row."
+    )
+    reason = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = UnresumablePause
+        fields = ("id", "thread_id", "checkpoint_id", "key", "jti", "reason", "created_at")
+        read_only_fields = fields
+
+
+CHECKPOINT_LIST_FIELDS = (
+    "id",
+    "thread_id",
+    "checkpoint_id",
+    "key",
+    "kind",
+    "task_id",
+    "created_at",
+    "updated_at",
+)
+
+
+@extend_schema_serializer(component_name="TurnstateCheckpointRow")
+class CheckpointRowSerializer(serializers.ModelSerializer[CheckpointMetadata]):
+    """A row without ``value``: values can be megabytes, and a list never needs them."""
+
+    class Meta:
+        model = CheckpointMetadata
+        fields = CHECKPOINT_LIST_FIELDS
+        read_only_fields = fields
+
+
+@extend_schema_serializer(component_name="TurnstateCheckpointDetail")
+class CheckpointDetailSerializer(serializers.ModelSerializer[CheckpointMetadata]):
+    class Meta:
+        model = CheckpointMetadata
+        fields = (*CHECKPOINT_LIST_FIELDS, "value")
+        read_only_fields = fields
+
+
+ERROR_CODES = (
+    "invalid_token",
+    "record_mismatch",
+    "not_authenticated",
+    "authentication_failed",
+    "permission_denied",
+    "not_found",
+    "method_not_allowed",
+    "not_acceptable",
+    "unsupported_media_type",
+    "parse_error",
+    "already_answered",
+    "expired",
+    "too_large",
+    "throttled",
+    "bad_request",
+    "server_error",
+    "unavailable",
+)
+
+
+@extend_schema_field({"type": "string", "enum": list(ERROR_CODES)}, component_name="TurnstateErrorCode")
+class ErrorCodeField(serializers.CharField):
+    """A stable, machine-readable code; ``detail`` is for people and may change."""
+
+
+@extend_schema_serializer(component_name="TurnstateError")
+class ErrorSerializer(serializers.Serializer[Any]):
+    """Every error body except field errors."""
+
+    code = ErrorCodeField()
+    detail = serializers.CharField()

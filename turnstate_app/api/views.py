@@ -1,0 +1,183 @@
+"""Read-only viewsets over the ledger and the store, plus the one write: answering a pause.
+
+Who sees which pause is ``PauseQuerySet.for_user``; who may answer and what answering does
+is :func:`~turnstate_app.pauses.resume_pause`. The views only translate HTTP to those calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from django.db.models import Model, QuerySet
+from django.utils import timezone
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import BasePermission
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+from rest_framework.views import APIView
+
+from turnstate_app.api import schema
+from turnstate_app.api.exceptions import turnstate_exception_handler
+from turnstate_app.api.filters import CheckpointFilter, PauseFilter
+from turnstate_app.api.pagination import CreatedCursorPagination
+from turnstate_app.api.parsers import BoundedJSONParser
+from turnstate_app.api.permissions import IsAuthenticated, IsStaff
+from turnstate_app.api.serializers import (
+    CheckpointDetailSerializer,
+    CheckpointRowSerializer,
+    PauseSerializer,
+    ResumedSerializer,
+    ResumeRequestSerializer,
+    UnresumablePauseSerializer,
+)
+from turnstate_app.errors import CheckpointFieldError
+from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause
+from turnstate_app.pauses import resume_pause
+
+_M = TypeVar("_M", bound=Model)
+
+BIGINT_MAX = 2**63 - 1
+TAGS = ["turnstate"]
+
+
+class TurnstateViewSet(viewsets.GenericViewSet[_M]):
+    """What every view of the app shares, whatever the host's ``REST_FRAMEWORK`` says:
+    JSON in and out (no HTML error pages), its own error mapping and cursor pages.
+    Authentication, throttling and the schema class stay the host's."""
+
+    renderer_classes = [JSONRenderer]
+    parser_classes = [BoundedJSONParser]
+    pagination_class = CreatedCursorPagination
+    filter_backends = [DjangoFilterBackend]
+    http_method_names = ["get", "head"]
+
+    def get_exception_handler(self) -> Any:
+        return turnstate_exception_handler
+
+
+@extend_schema_view(
+    list=extend_schema(
+        tags=TAGS,
+        summary="Pauses this user may see",
+        description="Staff see every pause; other users their own. Ordered by created_at, then id.",
+        responses={200: PauseSerializer, **schema.LIST_ERRORS},
+    ),
+    retrieve=extend_schema(
+        tags=TAGS,
+        summary="One pause (no transcript)",
+        description="Another user's pause is a 404, so its existence does not leak.",
+        responses={200: PauseSerializer, **schema.DETAIL_ERRORS},
+    ),
+)
+class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateViewSet[Pause]):
+    serializer_class = PauseSerializer
+    filterset_class = PauseFilter
+    lookup_field = "jti"
+    # No NUL, at most 255 characters: anything else is no route, so a JSON 404 before any query.
+    lookup_value_regex = r"[^/\x00]{1,255}"
+    http_method_names = ["get", "head", "post"]
+
+    def get_queryset(self) -> QuerySet[Pause]:
+        return Pause.objects.for_user(self.request.user)
+
+    def get_permissions(self) -> list[BasePermission]:
+        # By route, not by action: a verb the route lacks is refused to non-staff as a 403 too.
+        staff_only = "unresumable" in getattr(self, "action_map", {}).values()
+        return [IsStaff()] if staff_only else [IsAuthenticated()]
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "now": timezone.now()}
+
+    @extend_schema(
+        tags=TAGS,
+        summary="Answer a pause",
+        description=(
+            "Consumes the token exactly once. An owned pause may be answered by its owner or staff, "
+            "an unowned one by any authenticated holder of the token. `resumable` in the response "
+            "says whether this resume found a turn state to continue the run from."
+        ),
+        request=ResumeRequestSerializer,
+        responses={200: ResumedSerializer, **schema.RESUME_ERRORS},
+    )
+    @action(detail=False, methods=["post"], url_path="resume")
+    def resume(self, request: Request) -> Response:
+        body = ResumeRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            resumed = resume_pause(
+                body.validated_data["token"], body.validated_data["answer"], user=request.user
+            )
+        except CheckpointFieldError as exc:  # the lifecycle checks one value: the answer
+            raise ValidationError({"answer": [exc.problem]}) from exc
+        return Response(ResumedSerializer(resumed).data)
+
+    @extend_schema(
+        tags=TAGS,
+        summary="Pauses this store cannot continue (staff)",
+        description="The same rows as the admin's unresumable pauses page.",
+        filters=False,
+        responses={200: UnresumablePauseSerializer(many=True), **schema.LIST_ERRORS},
+    )
+    @action(detail=False, methods=["get"], url_path="unresumable")
+    def unresumable(self, request: Request) -> Response:
+        pages = CreatedCursorPagination()
+        page = pages.paginate_queryset(UnresumablePause.objects.all(), request, view=self)
+        return pages.get_paginated_response(UnresumablePauseSerializer(page, many=True).data)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        tags=TAGS,
+        summary="Checkpoint rows, without values (staff)",
+        responses={200: CheckpointRowSerializer, **schema.LIST_ERRORS},
+    ),
+    retrieve=extend_schema(
+        tags=TAGS,
+        summary="One checkpoint row, with its value (staff)",
+        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description="The row's id.")],
+        responses={200: CheckpointDetailSerializer, **schema.DETAIL_ERRORS},
+    ),
+)
+class CheckpointViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateViewSet[CheckpointMetadata]
+):
+    permission_classes = [IsStaff]
+    filterset_class = CheckpointFilter
+    lookup_value_regex = "[0-9]{1,19}"
+
+    def get_queryset(self) -> QuerySet[CheckpointMetadata]:
+        rows = CheckpointMetadata.objects.all()
+        return rows.defer("value") if self.action == "list" else rows
+
+    def get_serializer_class(self) -> type[BaseSerializer[CheckpointMetadata]]:
+        return CheckpointRowSerializer if self.action == "list" else CheckpointDetailSerializer
+
+    def get_object(self) -> CheckpointMetadata:
+        if int(self.kwargs[self.lookup_field]) > BIGINT_MAX:
+            raise NotFound()
+        return super().get_object()
+
+
+class UnknownPathView(APIView):
+    """Any other path under the app's prefix: a JSON 404 for every method, never Django's HTML page.
+
+    Also where ids the routes refuse end up (NUL bytes, more than 255 characters).
+    """
+
+    renderer_classes = [JSONRenderer]
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
+    schema = None
+
+    def get_exception_handler(self) -> Any:
+        return turnstate_exception_handler
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        raise NotFound("No such endpoint. The app's paths end with a slash: pauses/, checkpoints/.")

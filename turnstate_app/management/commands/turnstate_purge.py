@@ -1,0 +1,104 @@
+"""Retention for operators: old settled pauses and their rows, or one thread entirely."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.utils import timezone
+
+from turnstate_app.models import Pause
+from turnstate_app.retention import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, PurgeBatch, PurgeResult, erase_thread
+
+
+def positive_days(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of days, not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1 day, not {value}")
+    return value
+
+
+def batch_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if not 1 <= value <= MAX_BATCH_SIZE:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_BATCH_SIZE}, not {value}")
+    return value
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete answered and expired pauses, with their request, turn-state and answer rows, whose "
+        "last event is older than DAYS; or, with --thread, everything of one thread."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        what = parser.add_mutually_exclusive_group(required=True)
+        what.add_argument(
+            "--older-than",
+            type=positive_days,
+            metavar="DAYS",
+            help="Pauses whose last event (answered_at, else expires_at) is older than this many days.",
+        )
+        what.add_argument(
+            "--thread", metavar="ID", help="Erase every pause and row of this thread, whatever its state."
+        )
+        parser.add_argument(
+            "--include-pending",
+            action="store_true",
+            help="Also pending pauses whose expiry is older than DAYS (never marked expired).",
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Count what would be deleted; delete nothing."
+        )
+        parser.add_argument(
+            "--batch-size",
+            type=batch_size,
+            default=DEFAULT_BATCH_SIZE,
+            metavar="N",
+            help=f"Pauses (or rows) per transaction (default {DEFAULT_BATCH_SIZE}, max {MAX_BATCH_SIZE}).",
+        )
+
+    def handle(
+        self,
+        *args: Any,
+        older_than: int | None,
+        thread: str | None,
+        include_pending: bool,
+        dry_run: bool,
+        batch_size: int,
+        verbosity: int,
+        **options: Any,
+    ) -> None:
+        verb = "would delete" if dry_run else "deleted"
+
+        def progress(batch: PurgeBatch) -> None:
+            if verbosity >= 1:
+                self.stdout.write(
+                    f"batch {batch.number}: {verb} {batch.pauses} pause(s), {batch.rows} row(s)"
+                )
+
+        if thread is not None:
+            result = erase_thread(thread, batch_size=batch_size, dry_run=dry_run, progress=progress)
+        else:
+            assert older_than is not None  # the argument group requires one of the two
+            cutoff = timezone.now() - timedelta(days=older_than)
+            if verbosity >= 2:
+                self.stdout.write(f"purging pauses whose last event is before {cutoff.isoformat()}")
+            result = Pause.objects.purgeable(cutoff, include_pending=include_pending).purge(
+                batch_size=batch_size, dry_run=dry_run, progress=progress
+            )
+        if verbosity >= 1:
+            self.stdout.write(self.summary(result, verb))
+
+    def summary(self, result: PurgeResult, verb: str) -> str:
+        return f"{verb} {result.pauses} pause(s) and {result.rows} row(s) in {result.batches} batch(es)" + (
+            " (dry run)" if result.dry_run else ""
+        )
