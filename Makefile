@@ -88,9 +88,21 @@ lint: install
 demo: install
 	$(VENV)/bin/python example_project/demo.py --database-url "$(DATABASE_URL)"
 
-bench: install
+# Each PostgreSQL benchmark uses a database of its own on $(PG_URL)'s server (created when missing).
+BENCH_PG ?= $(dir $(PG_URL))
+
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,bench]' 'Django>=5.2,<6'
+	@touch $@
+
+bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/port.py --database sqlite
-	$(VENV)/bin/python bench/port.py --database $(PG_URL)
+	$(VENV)/bin/python bench/port.py --database $(BENCH_PG)turnstate_bench
+	$(VENV)/bin/python bench/lifecycle.py --database sqlite
+	$(VENV)/bin/python bench/lifecycle.py --database $(BENCH_PG)turnstate_bench_lc
+	$(VENV)/bin/python bench/langgraph.py --database $(BENCH_PG)turnstate_bench_lg
+	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
+	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 
 clean:
 	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache

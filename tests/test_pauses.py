@@ -466,14 +466,12 @@ def test_expiry_follows_the_clock(
     turnstate_settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """TOKEN_MAX_AGE sets expires_at at mint; a clock moved past it refuses the token."""
-    from turnstate_app.pauses import resume as resume_module
-
     turnstate_settings["TOKEN_MAX_AGE"] = 60
     minted, other = mint(), mint(tool_call_id="call-2")
     pause = Pause.objects.get(jti=minted.claims.jti)
     assert abs((pause.expires_at - pause.created_at) - timedelta(seconds=60)) < timedelta(seconds=2)
     frozen = timezone.now() + timedelta(seconds=59)
-    monkeypatch.setattr(resume_module.timezone, "now", lambda: frozen)
+    monkeypatch.setattr(timezone, "now", lambda: frozen)  # the clock every module reads
     assert resume_pause(other.token, "in time").answer == "in time"
     frozen += timedelta(seconds=2)
     with pytest.raises(PauseExpiredError):
