@@ -12,13 +12,10 @@ caller commits.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connections, router, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from turnstate_app.conf import conf
@@ -112,15 +109,8 @@ class ModelCheckpointCommandPort:
         params = (thread_id, checkpoint_id, key, value, task_id, now, now)
         statements = statements_for(alias)
         portable, native = getattr(statements, statement), getattr(statements, f"native_{statement}")
-        with self._savepoint_if_in_transaction(connection, alias):
-            rowcount, _ = run_statement(connection, portable, native, params)
-        return rowcount
-
-    @staticmethod
-    @contextmanager
-    def _savepoint_if_in_transaction(connection: BaseDatabaseWrapper, alias: str) -> Iterator[None]:
-        if connection.in_atomic_block:
-            with transaction.atomic(using=alias):
-                yield
-        else:
-            yield
+        if not connection.in_atomic_block:
+            return run_statement(connection, portable, native, params)[0]
+        # Inside the caller's transaction: a savepoint, so a refused write leaves it usable.
+        with transaction.atomic(using=alias):
+            return run_statement(connection, portable, native, params)[0]
