@@ -62,15 +62,6 @@ def mint(**overrides: Any) -> Any:
     return mint_pause(**fields)
 
 
-class TurnStateFailsPort(ModelCheckpointCommandPort):
-    """Writes requests and answers; refuses turn state, as a failing database would."""
-
-    def write_metadata_sync(self, **kwargs: Any) -> None:
-        if kwargs["key"].startswith("turn_state:"):
-            raise ConnectionError("database went away")
-        super().write_metadata_sync(**kwargs)
-
-
 class RequestFailsPort(ModelCheckpointCommandPort):
     def write_metadata_sync(self, **kwargs: Any) -> None:
         raise ConnectionError("database went away")
@@ -133,7 +124,7 @@ def test_each_mint_gets_a_fresh_jti() -> None:
 def test_a_failed_record_still_mints_an_answerable_unresumable_pause(
     turnstate_settings: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
-    turnstate_settings["PORT"] = "tests.test_pauses.TurnStateFailsPort"
+    turnstate_settings["PORT"] = "tests.pause_helpers.TurnStateFailsPort"
     with caplog.at_level(logging.WARNING):
         minted = mint()
     assert minted.resumable is False

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tests.pause_helpers import legacy_request, mint
 from turnstate_app.models import (
     UNRESUMABLE_NO_LEDGER,
     UNRESUMABLE_NO_TURN_STATE,
@@ -16,45 +17,11 @@ from turnstate_app.models import (
     RowKind,
     UnresumablePause,
 )
-from turnstate_app.pauses import mint_pause, resume_pause
+from turnstate_app.pauses import resume_pause
 from turnstate_app.ports import ModelCheckpointCommandPort
 from turnstate_app.turnstate import turn_state_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-class TurnStateFailsPort(ModelCheckpointCommandPort):
-    def write_metadata_sync(self, **kwargs: Any) -> None:
-        if kwargs["key"].startswith("turn_state:"):
-            raise ConnectionError("database went away")
-        super().write_metadata_sync(**kwargs)
-
-
-def mint(n: int, **overrides: Any) -> Any:
-    fields: dict[str, Any] = {
-        "run_id": f"run-{n}",
-        "session_id": "s",
-        "thread_id": f"thread-{n}",
-        "checkpoint_id": "cp",
-        "scope_hash": "h",
-        "tool_call_id": f"call-{n}",
-        "request": {"q": n},
-        "prompt": "p",
-        "messages": [],
-    }
-    fields.update(overrides)
-    return mint_pause(**fields)
-
-
-def legacy_request(n: int) -> None:
-    """A request row written by a build that kept no ledger and no turn state."""
-    ModelCheckpointCommandPort().write_metadata_sync(
-        thread_id=f"legacy-{n}",
-        checkpoint_id="cp",
-        key=f"interrupt_payload:int-{n}",
-        value="{}",
-        task_id=None,
-    )
 
 
 def test_kind_is_computed_by_the_database() -> None:
@@ -88,7 +55,7 @@ def test_both_kinds_are_listed_and_nothing_else(turnstate_settings: dict[str, An
     lost_but_answered = mint(4)
     CheckpointMetadata.objects.filter(key=turn_state_key(lost_but_answered.claims)).delete()
     resume_pause(lost_but_answered.token, "x")
-    turnstate_settings["PORT"] = "tests.test_unresumable.TurnStateFailsPort"
+    turnstate_settings["PORT"] = "tests.pause_helpers.TurnStateFailsPort"
     failed = mint(5)
     legacy_request(6)
 
