@@ -19,7 +19,6 @@ SYSTEM = {"role": "system", "content": "You are a travel assistant. Ask before s
 
 def ask_user_turn(owner: Any) -> MintedPause:
     """The agent calls its ``ask_user`` tool: which week suits the team?"""
-    run_id, thread_id = f"run-{uuid.uuid4().hex[:8]}", f"thread-{uuid.uuid4().hex[:8]}"
     prompt = "Plan a two-day team offsite in Lisbon for six people."
     question = "Which week suits the team: May 4 or May 11?"
     messages = [
@@ -31,31 +30,37 @@ def ask_user_turn(owner: Any) -> MintedPause:
             "tool_calls": [{"id": "call-ask-1", "name": "ask_user", "arguments": {"question": question}}],
         },
     ]
-    AgentRun.objects.create(run_id=run_id, thread_id=thread_id, transcript=messages)
-    return mint_pause(
-        run_id=run_id,
-        session_id="demo-session",
-        thread_id=thread_id,
-        checkpoint_id="cp-1",
-        scope_hash="offsite-planning",
+    return pause_run(
+        prompt,
+        messages,
+        owner,
         tool_call_id="call-ask-1",
         name="ask_user",
         request={"question": question, "choices": ["May 4", "May 11"]},
-        prompt=prompt,
-        messages=messages,
-        owner=owner,
     )
 
 
 def interrupt_turn(owner: Any) -> MintedPause:
     """The agent hits an approval interrupt; its turn-state write fails (demo-only port)."""
-    run_id, thread_id = f"run-{uuid.uuid4().hex[:8]}", f"thread-{uuid.uuid4().hex[:8]}"
     prompt = "Book the venue deposit."
     messages = [
         SYSTEM,
         {"role": "user", "content": prompt},
         {"role": "assistant", "content": "The deposit is EUR 2,400. Approval needed."},
     ]
+    return pause_run(
+        prompt,
+        messages,
+        owner,
+        interrupt_id="approve-deposit",
+        request={"question": "Approve a EUR 2,400 deposit?"},
+        store=TurnCheckpointStore(commands=TurnStateWriteFailsPort()),
+    )
+
+
+def pause_run(prompt: str, messages: list[dict[str, Any]], owner: Any, **pause: Any) -> MintedPause:
+    """Start a run the chat UI can show, then pause it: the same steps for every scripted turn."""
+    run_id, thread_id = f"run-{uuid.uuid4().hex[:8]}", f"thread-{uuid.uuid4().hex[:8]}"
     AgentRun.objects.create(run_id=run_id, thread_id=thread_id, transcript=messages)
     return mint_pause(
         run_id=run_id,
@@ -63,10 +68,8 @@ def interrupt_turn(owner: Any) -> MintedPause:
         thread_id=thread_id,
         checkpoint_id="cp-1",
         scope_hash="offsite-planning",
-        interrupt_id="approve-deposit",
-        request={"question": "Approve a EUR 2,400 deposit?"},
         prompt=prompt,
         messages=messages,
         owner=owner,
-        store=TurnCheckpointStore(commands=TurnStateWriteFailsPort()),
+        **pause,
     )
