@@ -600,7 +600,7 @@ def profile_port(port: Any, admin: Admin, n: int, values: list[str]) -> str:
     from turnstate_app.conf import conf
     from turnstate_app.models import CheckpointMetadata
     from turnstate_app.ports.execution import _driver_cursor
-    from turnstate_app.ports.limits import check_row_ids, check_write
+    from turnstate_app.ports.limits import require_row_ids, require_write
     from turnstate_app.ports.statements import statements_for
 
     out = io.StringIO()
@@ -627,10 +627,10 @@ def profile_port(port: Any, admin: Admin, n: int, values: list[str]) -> str:
     steps: list[tuple[str, Callable[[], object]]] = [
         ("router.db_for_write(model)", lambda: router.db_for_write(CheckpointMetadata)),
         ("connections[alias]", lambda: connections["default"]),
-        ("check_row_ids (read)", lambda: check_row_ids("t", "c", "k", vendor=connection.vendor)),
+        ("require_row_ids (read)", lambda: require_row_ids("t", "c", "k", vendor=connection.vendor)),
         (
-            "check_write (+ conf.MAX_VALUE_BYTES)",
-            lambda: check_write(
+            "require_write (+ conf.MAX_VALUE_BYTES)",
+            lambda: require_write(
                 "t", "c", "k", value, TASK_ID, vendor=connection.vendor, max_bytes=conf.MAX_VALUE_BYTES
             ),
         ),

@@ -1,39 +1,45 @@
-"""The rows a pause leaves behind. Thin models; queries live on their QuerySets."""
+"""The rows a pause leaves behind. Thin models: queries and state changes live in
+:mod:`turnstate_app.managers`, vocabularies in :mod:`turnstate_app.choices`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
 from django.conf import settings
 from django.db import models
-from django.db.models import Case, Exists, OuterRef, Q, Subquery, Value, When
-from django.db.models.functions import Concat, Left
+from django.db.models import Case, Value, When
+from django.db.models.functions import Left
 from django.db.models.lookups import Exact
 from django.utils.translation import gettext_lazy as _
 
-from turnstate_app.checkpoints import (
+from turnstate_app.choices import PauseStatus, RowKind
+from turnstate_app.contracts import PauseClaims
+from turnstate_app.keys import (
     ANSWER_KEY_PREFIX,
     ASK_USER_REQUEST_KEY_PREFIX,
     INTERRUPT_PAYLOAD_KEY_PREFIX,
+    TURN_STATE_KEY_PREFIX,
 )
-from turnstate_app.contracts import PauseClaims
-from turnstate_app.turnstate import TURN_STATE_KEY_PREFIX
+from turnstate_app.managers import (
+    UNRESUMABLE_NO_LEDGER,
+    UNRESUMABLE_NO_TURN_STATE,
+    CheckpointMetadataQuerySet,
+    PauseQuerySet,
+    UnresumablePauseManager,
+    claims_of,
+)
+from turnstate_app.ports.limits import ID_MAX_LENGTH
 
-if TYPE_CHECKING:
-    from turnstate_app.retention import PurgeBatch, PurgeResult
-
-ID_MAX_LENGTH = 255
-
-
-class RowKind(models.TextChoices):
-    """What a metadata row holds, computed by the database from its key."""
-
-    REQUEST = "request", _("request")
-    TURN_STATE = "turn_state", _("turn state")
-    ANSWER = "answer", _("answer")
-    OTHER = "other", _("other")
+__all__ = [
+    "ID_MAX_LENGTH",
+    "UNRESUMABLE_NO_LEDGER",
+    "UNRESUMABLE_NO_TURN_STATE",
+    "CheckpointMetadata",
+    "CheckpointMetadataQuerySet",
+    "Pause",
+    "PauseQuerySet",
+    "PauseStatus",
+    "RowKind",
+    "UnresumablePause",
+]
 
 
 def _prefix_is(prefix: str) -> Exact:
@@ -49,62 +55,6 @@ ROW_KIND_EXPRESSION = Case(
     When(_prefix_is(ANSWER_KEY_PREFIX), then=Value(RowKind.ANSWER.value)),
     default=Value(RowKind.OTHER.value),
 )
-
-UNRESUMABLE_NO_LEDGER = (
-    "no ledger row: written by an older build or an interrupted mint; the question can be "
-    "answered elsewhere, the run cannot be continued from this store"
-)
-UNRESUMABLE_NO_TURN_STATE = (
-    "turn state not recorded (the record failed at mint, or the row was removed): the "
-    "question can be answered, the run cannot be continued from this store"
-)
-
-
-class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
-    """Queries operators and the lifecycle share."""
-
-    def for_thread(self, thread_id: str) -> CheckpointMetadataQuerySet:
-        return self.filter(thread_id=thread_id)
-
-    def at(self, thread_id: str, checkpoint_id: str, key: str) -> CheckpointMetadataQuerySet:
-        return self.filter(thread_id=thread_id, checkpoint_id=checkpoint_id, key=key)
-
-    def requests(self) -> CheckpointMetadataQuerySet:
-        """Request rows (``ask_user_request:`` / ``interrupt_payload:``), found by index."""
-        return self.filter(kind=RowKind.REQUEST)
-
-    def unresumable(self) -> CheckpointMetadataQuerySet:
-        """Request rows this store cannot continue, with ``jti`` (or None) and ``reason``.
-
-        Two kinds: a pending ledger pause whose turn-state row is absent, and a request
-        row that no ledger pause owns. One query, whatever the number of rows: each
-        request row is probed through the ledger's and the store's own indexes.
-        """
-        owners = Pause.objects.filter(
-            thread_id=OuterRef("thread_id"),
-            checkpoint_id=OuterRef("checkpoint_id"),
-            request_key=OuterRef("key"),
-        )
-        turn_states = CheckpointMetadata.objects.filter(
-            thread_id=OuterRef("thread_id"),
-            checkpoint_id=OuterRef("checkpoint_id"),
-            key=Concat(Value(TURN_STATE_KEY_PREFIX), OuterRef("jti")),
-        )
-        stranded = owners.filter(status=PauseStatus.PENDING).exclude(Exists(turn_states))
-        return (
-            self.requests()
-            .annotate(
-                jti=Subquery(stranded.order_by("-created_at").values("jti")[:1]),
-                has_ledger=Exists(owners),
-            )
-            .filter(Q(jti__isnull=False) | Q(has_ledger=False))
-            .annotate(
-                reason=Case(
-                    When(has_ledger=False, then=Value(UNRESUMABLE_NO_LEDGER)),
-                    default=Value(UNRESUMABLE_NO_TURN_STATE),
-                )
-            )
-        )
 
 
 class CheckpointMetadata(models.Model):
@@ -163,66 +113,6 @@ class CheckpointMetadata(models.Model):
 
     def __str__(self) -> str:
         return f"{self.thread_id} / {self.checkpoint_id} / {self.key}"
-
-
-class PauseStatus(models.TextChoices):
-    PENDING = "pending", _("pending")
-    ANSWERED = "answered", _("answered")
-    EXPIRED = "expired", _("expired")
-
-
-class PauseQuerySet(models.QuerySet["Pause"]):
-    """The filters views, admin and commands share, so none of them hand-writes one."""
-
-    def pending(self) -> PauseQuerySet:
-        return self.filter(status=PauseStatus.PENDING)
-
-    def answered(self) -> PauseQuerySet:
-        return self.filter(status=PauseStatus.ANSWERED)
-
-    def expired(self, now: datetime) -> PauseQuerySet:
-        """Marked expired, or still pending past their age at ``now``."""
-        return self.filter(Q(status=PauseStatus.EXPIRED) | Q(status=PauseStatus.PENDING, expires_at__lte=now))
-
-    def for_user(self, user: Any) -> PauseQuerySet:
-        """What ``user`` may see: staff everything, others their own pauses only."""
-        if not getattr(user, "is_authenticated", False):
-            return self.none()
-        if user.is_staff:
-            return self
-        return self.filter(owner=user)
-
-    def for_thread(self, thread_id: str) -> PauseQuerySet:
-        return self.filter(thread_id=thread_id)
-
-    def awaiting_handoff(self) -> PauseQuerySet:
-        """Answered pauses whose hand-off to RESUME_HANDLER never succeeded."""
-        return self.filter(status=PauseStatus.ANSWERED, handed_off_at__isnull=True)
-
-    def settled(self) -> PauseQuerySet:
-        """Answered or expired: no token of theirs can be consumed any more."""
-        return self.filter(status__in=[PauseStatus.ANSWERED, PauseStatus.EXPIRED])
-
-    def last_event_before(self, cutoff: datetime) -> PauseQuerySet:
-        """Whose last event (``answered_at``, else ``expires_at``) came before ``cutoff``."""
-        return self.filter(Q(answered_at__lt=cutoff) | Q(answered_at__isnull=True, expires_at__lt=cutoff))
-
-    def purgeable(self, cutoff: datetime, *, include_pending: bool = False) -> PauseQuerySet:
-        """What retention removes: settled pauses (any, with ``include_pending``) quiet since ``cutoff``."""
-        old = self.last_event_before(cutoff)
-        return old if include_pending else old.settled()
-
-    def purge(
-        self,
-        *,
-        batch_size: int = 1000,
-        dry_run: bool = False,
-        progress: Callable[[PurgeBatch], None] | None = None,
-    ) -> PurgeResult:
-        """Delete these pauses and their rows in bounded batches (see :mod:`turnstate_app.retention`)."""
-        from turnstate_app.retention import purge_pauses
-
-        return purge_pauses(self, batch_size=batch_size, dry_run=dry_run, progress=progress)
 
 
 class Pause(models.Model):
@@ -287,22 +177,7 @@ class Pause(models.Model):
     @property
     def claims(self) -> PauseClaims:
         """The claims this pause's token carries, rebuilt from the ledger."""
-        return PauseClaims(
-            jti=self.jti,
-            run_id=self.run_id,
-            session_id=self.session_id,
-            thread_id=self.thread_id,
-            checkpoint_id=self.checkpoint_id,
-            scope_hash=self.scope_hash,
-            tool_call_id=self.tool_call_id,
-            interrupt_id=self.interrupt_id,
-            name=self.name,
-        )
-
-
-class UnresumablePauseManager(models.Manager["UnresumablePause"]):
-    def get_queryset(self) -> CheckpointMetadataQuerySet:  # type: ignore[override]
-        return CheckpointMetadataQuerySet(self.model, using=self._db).unresumable()
+        return claims_of(self)
 
 
 class UnresumablePause(CheckpointMetadata):

@@ -12,16 +12,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
 from django.db import transaction
 from django.db.models import Exists, F, Model, OuterRef, QuerySet
 from django.db.models.lookups import In
 
-from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
-from turnstate_app.models import CheckpointMetadata, Pause
-from turnstate_app.turnstate import TURN_STATE_KEY_PREFIX
+from turnstate_app.keys import per_mint_keys
 
 if TYPE_CHECKING:
-    from turnstate_app.models import PauseQuerySet
+    from turnstate_app.managers import PauseQuerySet
+    from turnstate_app.models import CheckpointMetadata, Pause
+
+
+def _ledger() -> type[Pause]:
+    """The ledger model, from the app registry: the models' QuerySets call into this module."""
+    return apps.get_model("turnstate_app", "Pause")
+
+
+def _store() -> type[CheckpointMetadata]:
+    return apps.get_model("turnstate_app", "CheckpointMetadata")
+
 
 DEFAULT_BATCH_SIZE = 1000
 MAX_BATCH_SIZE = 5000
@@ -58,7 +68,7 @@ def write_db(queryset: QuerySet[Any]) -> str:
     return chained.db
 
 
-def check_batch_size(batch_size: int) -> None:
+def require_batch_size(batch_size: int) -> None:
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, not {batch_size}")
 
@@ -94,14 +104,18 @@ def purge_pauses(
     tool call gives two pauses one request row. ``dry_run`` counts exactly what a real run
     would delete, and deletes nothing. A batch is three reads and two deletes.
     """
-    check_batch_size(batch_size)
+    require_batch_size(batch_size)
     using = write_db(pauses)
     scope = pauses.using(using).order_by("pk")
-    others = Pause.objects.filter(
-        thread_id=OuterRef("thread_id"),
-        checkpoint_id=OuterRef("checkpoint_id"),
-        request_key=OuterRef("request_key"),
-    ).exclude(pk=OuterRef("pk"))
+    others = (
+        _ledger()
+        .objects.filter(
+            thread_id=OuterRef("thread_id"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+            request_key=OuterRef("request_key"),
+        )
+        .exclude(pk=OuterRef("pk"))
+    )
     tally = Tally(progress)
     last: Any = None
     while True:
@@ -119,9 +133,9 @@ def purge_pauses(
             if dry_run:
                 tally.add(len(batch), len(rows))
                 continue
-            deleted_rows, _ = CheckpointMetadata.objects.using(using).filter(InArray(F("pk"), rows)).delete()
+            deleted_rows, _ = _store().objects.using(using).filter(InArray(F("pk"), rows)).delete()
             ids = [pk for pk, *_ in batch]
-            deleted_pauses, _ = Pause.objects.using(using).filter(InArray(F("pk"), ids)).delete()
+            deleted_pauses, _ = _ledger().objects.using(using).filter(InArray(F("pk"), ids)).delete()
             tally.add(deleted_pauses, deleted_rows)
     return tally.result(dry_run)
 
@@ -138,7 +152,7 @@ def still_shared(scope: QuerySet[Pause], batch: Batch, *, dry_run: bool) -> set[
     sharers = [
         (pk, (thread, checkpoint, key))
         for pk, thread, checkpoint, key in narrowed(
-            Pause.objects.using(scope.db),
+            _ledger().objects.using(scope.db),
             requests,
             "request_key",
             ("pk", "thread_id", "checkpoint_id", "request_key"),
@@ -158,12 +172,11 @@ def rows_of(using: str, batch: Batch, kept: set[Place]) -> list[Any]:
     """The primary keys of the batch's store rows: turn state, answer, and unshared requests."""
     wanted: set[Place] = set()
     for _, jti, thread, checkpoint, request_key, _shared in batch:
-        wanted.add((thread, checkpoint, TURN_STATE_KEY_PREFIX + jti))
-        wanted.add((thread, checkpoint, ANSWER_KEY_PREFIX + jti))
+        wanted.update((thread, checkpoint, key) for key in per_mint_keys(jti))
         if (thread, checkpoint, request_key) not in kept:
             wanted.add((thread, checkpoint, request_key))
     fields = ("pk", "thread_id", "checkpoint_id", "key")
-    return [pk for pk, *_ in narrowed(CheckpointMetadata.objects.using(using), wanted, "key", fields)]
+    return [pk for pk, *_ in narrowed(_store().objects.using(using), wanted, "key", fields)]
 
 
 def narrowed(
@@ -231,16 +244,16 @@ def erase_thread(
 ) -> PurgeResult:
     """Everything of one thread, whatever its state: its pauses first (their tokens die at
     once), then every row it stored (requests, turn states, answers, rows of older builds)."""
-    check_batch_size(batch_size)
+    require_batch_size(batch_size)
     tally = Tally(progress)
     delete_in_batches(
-        Pause.objects.for_thread(thread_id),
+        _ledger().objects.for_thread(thread_id),
         batch_size=batch_size,
         dry_run=dry_run,
         on_batch=lambda n: tally.add(n, 0),
     )
     delete_in_batches(
-        CheckpointMetadata.objects.for_thread(thread_id),
+        _store().objects.for_thread(thread_id),
         batch_size=batch_size,
         dry_run=dry_run,
         on_batch=lambda n: tally.add(0, n),
@@ -253,4 +266,4 @@ def erase_owned_pauses(sender: type[Model], instance: Model, using: str, **kwarg
 
     ``Pause.owner`` cascades too, but a cascade knows nothing of the store's rows.
     """
-    purge_pauses(Pause.objects.using(using).filter(owner_id=instance.pk), batch_size=MAX_BATCH_SIZE)
+    purge_pauses(_ledger().objects.using(using).filter(owner_id=instance.pk), batch_size=MAX_BATCH_SIZE)

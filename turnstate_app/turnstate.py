@@ -12,14 +12,11 @@ write landed, and a pause may call itself resumable only after it did.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable
 from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from turnstate_app.checkpoints import payload_key
 from turnstate_app.contracts import CheckpointCommandPort, PauseClaims
 from turnstate_app.errors import (
     CheckpointLostError,
@@ -27,18 +24,21 @@ from turnstate_app.errors import (
     PauseCheckpointNotFoundError,
     PayloadBindingError,
 )
+from turnstate_app.keys import TURN_STATE_KEY_PREFIX, answer_key, payload_key, turn_state_key
+from turnstate_app.port_access import BlockingCommands
+from turnstate_app.records import FORMAT_VERSION_FIELD, WRITTEN_FORMAT_VERSION, decode_record, encode_record
+
+__all__ = [
+    "FORMAT_VERSION_FIELD",
+    "TURN_STATE_KEY_PREFIX",
+    "WRITTEN_FORMAT_VERSION",
+    "TurnCheckpoint",
+    "TurnCheckpointStore",
+    "stamped_turn",
+    "turn_state_key",
+]
 
 logger = logging.getLogger(__name__)
-
-TURN_STATE_KEY_PREFIX = "turn_state:"
-
-FORMAT_VERSION_FIELD = "format"
-WRITTEN_FORMAT_VERSION = 1
-"""The version :meth:`TurnCheckpoint.encode` writes.
-
-Raised only in the release *after* the one that learned to read the new version, so
-that during a rolling deploy every running process can read every record written.
-"""
 
 _BINDING_FIELDS = (
     "run_id",
@@ -52,7 +52,11 @@ _BINDING_FIELDS = (
 
 
 class TurnCheckpoint(BaseModel):
-    """A paused turn's continuable state: who it belongs to, the prompt and the transcript."""
+    """A paused turn's continuable state: who it belongs to, the prompt and the transcript.
+
+    The live model. What is stored is a record format of :mod:`turnstate_app.records`,
+    each frozen apart from this class.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -68,57 +72,17 @@ class TurnCheckpoint(BaseModel):
     messages: list[dict[str, Any]]
 
     def encode(self) -> str:
-        """JSON with a format version, so later releases can still read it."""
-        document = {FORMAT_VERSION_FIELD: WRITTEN_FORMAT_VERSION, **self.model_dump(mode="json")}
-        return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        """JSON in the format this release writes, carrying its version."""
+        return encode_record(self.model_dump(mode="json"))
 
     @classmethod
     def decode(cls, raw: str | bytes) -> TurnCheckpoint:
-        """Read a record of any version this app has written; ``ValueError`` for anything else.
-
-        Nothing is guessed: a record that cannot be read completely is refused whole,
-        because continuing from half a transcript is worse than not continuing.
-        """
-        if not isinstance(raw, str | bytes | bytearray):
-            raise ValueError(f"a turn-state record is text, not {type(raw).__name__}")
+        """Read a record of any version this app has written; ``ValueError`` for anything else."""
+        fields = decode_record(raw)
         try:
-            document = json.loads(raw)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
-            raise ValueError(f"not JSON: {exc}") from None
-        if not isinstance(document, dict):
-            raise ValueError(f"a JSON object was expected, not {type(document).__name__}")
-        version = document.pop(FORMAT_VERSION_FIELD, None)
-        reader = _READERS.get(version) if isinstance(version, int) else None
-        if reader is None:
-            raise ValueError(f"unknown format version {version!r}; this release reads {sorted(_READERS)}")
-        return reader(document)
-
-
-def _read_v1(document: dict[str, Any]) -> TurnCheckpoint:
-    try:
-        return TurnCheckpoint.model_validate(document, strict=True)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, err['loc'])) or '<record>'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ValueError(f"format 1 record is incomplete or mistyped ({problems})") from None
-
-
-_READERS: dict[int, Callable[[dict[str, Any]], TurnCheckpoint]] = {1: _read_v1}
-
-
-def turn_state_key(claims: PauseClaims) -> str:
-    """Where this pause's turn state lives: keyed by ``jti``, the one id unique per mint.
-
-    A resumed run that pauses again on a retry of the same tool call would otherwise
-    overwrite the first pause's state with the second's.
-    """
-    if not claims.jti:
-        raise PayloadBindingError(
-            "these pause claims carry no jti, so the paused turn's state has no "
-            "key; nothing could record or recover it"
-        )
-    return f"{TURN_STATE_KEY_PREFIX}{claims.jti}"
+            return cls.model_validate(fields, strict=True)
+        except ValidationError as exc:
+            raise ValueError(f"the record does not fit this release's turn state ({exc})") from None
 
 
 def stamped_turn(state: TurnCheckpoint, claims: Any) -> TurnCheckpoint:
@@ -144,11 +108,15 @@ class TurnCheckpointStore:
     """Records a paused turn's continuable state, and reads it back.
 
     It holds no state of its own: everything it knows it asks the port, which is why
-    another process asking the same port gets the same answer.
+    another process asking the same port gets the same answer. It is also the one typed
+    surface the lifecycle reaches the port through: a pause's request, its answer and
+    single-winner claims go through the same object (and the same port) as its turn state.
+    Every verb has a sync twin, which uses the port's own sync twins when it has them.
     """
 
     def __init__(self, *, commands: CheckpointCommandPort | None = None) -> None:
         self._commands = commands
+        self._blocking = None if commands is None else BlockingCommands(commands)
 
     @property
     def commands(self) -> CheckpointCommandPort | None:
@@ -159,6 +127,8 @@ class TurnCheckpointStore:
     def wired(self) -> bool:
         """Whether this deployment has a checkpointer at all."""
         return self._commands is not None
+
+    # -- the checkpointer role (the seed) --------------------------------------------
 
     async def find(self, claims: PauseClaims) -> TurnCheckpoint | None:
         """The recorded state, or None when there simply is not one.
@@ -174,21 +144,11 @@ class TurnCheckpointStore:
     async def load(self, claims: PauseClaims) -> TurnCheckpoint:
         """Rebuild the paused turn's state from the port, on every call; never from memory."""
         commands = self._require_commands()
-        raw = await commands.read_metadata(
-            thread_id=claims.thread_id,
-            checkpoint_id=claims.checkpoint_id,
-            key=turn_state_key(claims),
-        )
+        location = _location(claims)
+        raw = await commands.read_metadata(**location, key=turn_state_key(claims))
         if raw is None:
-            has_request = (
-                await commands.read_metadata(
-                    thread_id=claims.thread_id,
-                    checkpoint_id=claims.checkpoint_id,
-                    key=payload_key(claims),
-                )
-                is not None
-            )
-            refuse_missing(claims, request_recorded=has_request)
+            request = await commands.read_metadata(**location, key=payload_key(claims))
+            refuse_missing(claims, request_recorded=request is not None)
         return checkpoint_from_record(claims, raw)
 
     async def record(self, claims: PauseClaims, checkpoint: TurnCheckpoint) -> bool:
@@ -202,8 +162,7 @@ class TurnCheckpointStore:
             return False
         try:
             await self._commands.write_metadata(
-                thread_id=claims.thread_id,
-                checkpoint_id=claims.checkpoint_id,
+                **_location(claims),
                 key=turn_state_key(claims),
                 value=checkpoint.encode(),
                 task_id=claims.run_id,
@@ -213,15 +172,13 @@ class TurnCheckpointStore:
             return False
         return True
 
-    # -- sync twins: the same semantics for sync callers, with no event loop involved --
-
     def load_sync(self, claims: PauseClaims) -> TurnCheckpoint:
-        """:meth:`load` for sync code: the port's sync twins when it has them."""
-        commands = self._require_commands()
-        location = {"thread_id": claims.thread_id, "checkpoint_id": claims.checkpoint_id}
-        raw = call_port_sync(commands, "read_metadata", **location, key=turn_state_key(claims))
+        """:meth:`load` for sync code."""
+        blocking = self._require_blocking()
+        location = _location(claims)
+        raw = blocking.read(**location, key=turn_state_key(claims))
         if raw is None:
-            request = call_port_sync(commands, "read_metadata", **location, key=payload_key(claims))
+            request = blocking.read(**location, key=payload_key(claims))
             refuse_missing(claims, request_recorded=request is not None)
         return checkpoint_from_record(claims, raw)
 
@@ -232,34 +189,104 @@ class TurnCheckpointStore:
         except (CheckpointLostError, InteractionConfigurationError, PauseCheckpointNotFoundError):
             return None
 
-    def record_sync(self, claims: PauseClaims, checkpoint: TurnCheckpoint) -> bool:
-        """:meth:`record` for sync code: reports whether the write landed, never raises for it."""
-        if self._commands is None:
+    def record_sync(
+        self, claims: PauseClaims, checkpoint: TurnCheckpoint, *, encoded: str | None = None
+    ) -> bool:
+        """:meth:`record` for sync code. ``encoded``: ``checkpoint.encode()``, when the caller has it."""
+        if self._blocking is None:
             _log_not_recorded(claims, "no checkpoint port is wired")
             return False
+        value = checkpoint.encode() if encoded is None else encoded
         try:
-            call_port_sync(
-                self._commands,
-                "write_metadata",
-                thread_id=claims.thread_id,
-                checkpoint_id=claims.checkpoint_id,
-                key=turn_state_key(claims),
-                value=checkpoint.encode(),
-                task_id=claims.run_id,
+            self._blocking.write(
+                **_location(claims), key=turn_state_key(claims), value=value, task_id=claims.run_id
             )
         except Exception:  # reported, and the caller acts on it
             _log_not_recorded(claims, "the write failed", exc_info=True)
             return False
         return True
 
+    # -- the pause's other rows: its request and its answer --------------------------
+
+    async def write_request(self, claims: PauseClaims, value: str) -> None:
+        """Store the question under the frozen request key; raises when the write fails."""
+        commands = self._require_commands()
+        await commands.write_metadata(
+            **_location(claims), key=payload_key(claims), value=value, task_id=claims.run_id
+        )
+
+    def write_request_sync(self, claims: PauseClaims, value: str) -> None:
+        """:meth:`write_request` for sync code."""
+        self._require_blocking().write(
+            **_location(claims), key=payload_key(claims), value=value, task_id=claims.run_id
+        )
+
+    async def read_request(self, claims: PauseClaims) -> str | None:
+        """The stored question, or None."""
+        return await self._require_commands().read_metadata(**_location(claims), key=payload_key(claims))
+
+    def read_request_sync(self, claims: PauseClaims) -> str | None:
+        """:meth:`read_request` for sync code."""
+        return self._require_blocking().read(**_location(claims), key=payload_key(claims))
+
+    async def write_answer(self, claims: PauseClaims, value: str) -> None:
+        """Store the person's answer under ``answer:<jti>``; raises when the write fails."""
+        commands = self._require_commands()
+        await commands.write_metadata(
+            **_location(claims), key=answer_key(claims), value=value, task_id=claims.run_id
+        )
+
+    def write_answer_sync(self, claims: PauseClaims, value: str) -> None:
+        """:meth:`write_answer` for sync code."""
+        self._require_blocking().write(
+            **_location(claims), key=answer_key(claims), value=value, task_id=claims.run_id
+        )
+
+    async def read_answer(self, claims: PauseClaims) -> str | None:
+        """The stored answer, or None (not answered, or the row is gone)."""
+        return await self._require_commands().read_metadata(**_location(claims), key=answer_key(claims))
+
+    def read_answer_sync(self, claims: PauseClaims) -> str | None:
+        """:meth:`read_answer` for sync code."""
+        return self._require_blocking().read(**_location(claims), key=answer_key(claims))
+
+    # -- single-winner claims ---------------------------------------------------------
+
+    async def claim(self, claims: PauseClaims, *, key: str, value: str) -> bool:
+        """Insert ``key`` in the pause's place only if absent: True for the one caller that did."""
+        commands = self._require_commands()
+        return await commands.claim_metadata(**_location(claims), key=key, value=value, task_id=claims.run_id)
+
+    def claim_sync(self, claims: PauseClaims, *, key: str, value: str) -> bool:
+        """:meth:`claim` for sync code."""
+        return self._require_blocking().claim(
+            **_location(claims), key=key, value=value, task_id=claims.run_id
+        )
+
+    # -- wiring -----------------------------------------------------------------------
+
     def _require_commands(self) -> CheckpointCommandPort:
         if self._commands is None:
-            raise InteractionConfigurationError(
-                "no checkpoint commands are wired, so a paused turn's state was never "
-                "recorded and cannot be rebuilt; this deployment can ask a question but "
-                "not continue the run that asked it"
-            )
+            raise _unwired()
         return self._commands
+
+    def _require_blocking(self) -> BlockingCommands:
+        if self._blocking is None:
+            raise _unwired()
+        return self._blocking
+
+
+def _location(claims: PauseClaims) -> dict[str, str]:
+    """Where every row of this pause lives: its thread and checkpoint."""
+    return {"thread_id": claims.thread_id, "checkpoint_id": claims.checkpoint_id}
+
+
+def _unwired() -> InteractionConfigurationError:
+    return InteractionConfigurationError(
+        "no checkpoint commands are wired, so a paused turn's state was never "
+        "recorded and cannot be rebuilt; this deployment can ask a question but "
+        "not continue the run that asked it"
+    )
 
 
 def _log_not_recorded(claims: PauseClaims, reason: str, *, exc_info: bool = False) -> None:
@@ -270,19 +297,6 @@ def _log_not_recorded(claims: PauseClaims, reason: str, *, exc_info: bool = Fals
         reason,
         exc_info=exc_info,
     )
-
-
-def call_port_sync(commands: Any, method: str, **kwargs: Any) -> Any:
-    """Call ``method`` on a port from sync code: its ``<method>_sync`` twin when it has one.
-
-    A port without twins still works, through one ``async_to_sync`` bridge.
-    """
-    twin = getattr(commands, f"{method}_sync", None)
-    if twin is not None:
-        return twin(**kwargs)
-    from asgiref.sync import async_to_sync
-
-    return async_to_sync(getattr(commands, method))(**kwargs)
 
 
 def refuse_missing(claims: PauseClaims, *, request_recorded: bool) -> NoReturn:

@@ -48,12 +48,7 @@ class PauseFilter(filters.FilterSet):  # type: ignore[misc]  # django-filter shi
         fields = ("status", "resumable", "thread_id", "session_id", "run_id")
 
     def filter_status(self, queryset: PauseQuerySet, name: str, value: str) -> QuerySet[Pause]:
-        now = timezone.now()
-        if value == PauseStatus.EXPIRED:
-            return queryset.expired(now)
-        if value == PauseStatus.PENDING:
-            return queryset.pending().filter(expires_at__gt=now)
-        return queryset.answered()
+        return queryset.in_effective_status(value, timezone.now())
 
 
 class CheckpointFilter(filters.FilterSet):  # type: ignore[misc]

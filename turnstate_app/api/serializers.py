@@ -7,31 +7,23 @@ collides with the host project's own ``Pause``, ``Error`` or ``StatusEnum``.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from turnstate_app.managers import CLAIM_FIELDS
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, UnresumablePause
 from turnstate_app.pauses import ResumedPause
 
 
 @extend_schema_field({"type": "string", "enum": PauseStatus.values}, component_name="TurnstatePauseStatus")
-class EffectiveStatusField(serializers.ChoiceField):
-    """The ledger's status, except that a pending pause past ``expires_at`` reads ``expired``:
-    the ledger marks it so only when someone next tries to answer it."""
+class EffectiveStatusField(serializers.ReadOnlyField):
+    """The status an answer now would meet (``PauseQuerySet.with_effective_status``): a pending
+    pause past ``expires_at`` reads ``expired``, though the ledger marks it so only later."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=PauseStatus.choices, source="*", read_only=True, **kwargs)
-
-    def to_representation(self, value: Any) -> str:
-        pause: Pause = value  # source="*": the whole pause
-        now: datetime = self.context.get("now") or timezone.now()
-        if pause.status == PauseStatus.PENDING and pause.expires_at <= now:
-            return PauseStatus.EXPIRED.value
-        return str(pause.status)
+        super().__init__(source="effective_status", **kwargs)
 
 
 @extend_schema_serializer(component_name="TurnstatePause")
@@ -41,15 +33,7 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
     class Meta:
         model = Pause
         fields = (
-            "jti",
-            "run_id",
-            "session_id",
-            "thread_id",
-            "checkpoint_id",
-            "scope_hash",
-            "tool_call_id",
-            "interrupt_id",
-            "name",
+            *CLAIM_FIELDS,
             "request_key",
             "resumable",
             "status",

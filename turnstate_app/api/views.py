@@ -84,15 +84,12 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
     http_method_names = ["get", "head", "post"]
 
     def get_queryset(self) -> QuerySet[Pause]:
-        return Pause.objects.for_user(self.request.user)
+        return Pause.objects.for_user(self.request.user).with_effective_status(timezone.now())
 
     def get_permissions(self) -> list[BasePermission]:
         # By route, not by action: a verb the route lacks is refused to non-staff as a 403 too.
         staff_only = "unresumable" in getattr(self, "action_map", {}).values()
         return [IsStaff()] if staff_only else [IsAuthenticated()]
-
-    def get_serializer_context(self) -> dict[str, Any]:
-        return {**super().get_serializer_context(), "now": timezone.now()}
 
     @extend_schema(
         tags=TAGS,

@@ -17,13 +17,12 @@ from typing import Any
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from turnstate_app.checkpoints import answer_key
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.models import Pause
 from turnstate_app.pauses.signals import pause_answered
 from turnstate_app.ports import get_default_store
-from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, call_port_sync
+from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore
 
 logger = logging.getLogger(__name__)
 
@@ -74,24 +73,14 @@ def hand_off(resumed: ResumedPause) -> bool:
             resumed.claims.thread_id,
         )
         return False
-    Pause.objects.filter(jti=resumed.claims.jti, handed_off_at__isnull=True).update(
-        handed_off_at=timezone.now()
-    )
+    Pause.objects.mark_handed_off(resumed.claims.jti, now=timezone.now())
     return True
 
 
 def rebuild_resumed(pause: Pause, store: TurnCheckpointStore) -> ResumedPause:
     """An answered pause as the handler first saw it, from the ledger and the store alone."""
     claims = pause.claims
-    stored = None
-    if store.commands is not None:
-        stored = call_port_sync(
-            store.commands,
-            "read_metadata",
-            thread_id=claims.thread_id,
-            checkpoint_id=claims.checkpoint_id,
-            key=answer_key(claims),
-        )
+    stored = store.read_answer_sync(claims) if store.wired else None
     answer = None if stored is None else json.loads(stored)
     return ResumedPause(claims=claims, answer=answer, checkpoint=store.find_sync(claims))
 

@@ -18,15 +18,15 @@ from asgiref.sync import sync_to_async
 from django.db import router, transaction
 from django.utils import timezone
 
-from turnstate_app.checkpoints import payload_key
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.errors import CheckpointFieldError
+from turnstate_app.keys import payload_key
 from turnstate_app.models import Pause
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import get_default_store
-from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, call_port_sync, stamped_turn
+from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, stamped_turn
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,6 @@ def mint_pause(
     turn-state record returns a token with ``resumable=False``.
     """
     store = store if store is not None else get_default_store()
-    commands = store.commands
     claims = PauseClaims(
         jti=new_jti(),
         run_id=run_id,
@@ -89,21 +88,13 @@ def mint_pause(
     request_value = to_json("request", request)
     turn = stamped_turn(TurnCheckpoint.model_construct(prompt=prompt, messages=messages), claims)
     try:
-        turn.encode()  # a transcript that cannot be stored is the caller's bug: say so now
+        encoded = turn.encode()  # a transcript that cannot be stored is the caller's bug: say so now
     except (TypeError, ValueError) as exc:
         raise CheckpointFieldError("messages", f"are not JSON-serialisable ({exc})") from None
 
-    if commands is not None:
-        call_port_sync(
-            commands,
-            "write_metadata",
-            thread_id=thread_id,
-            checkpoint_id=checkpoint_id,
-            key=request_key,
-            value=request_value,
-            task_id=run_id,
-        )
-    resumable = store.record_sync(claims, turn)
+    if store.wired:
+        store.write_request_sync(claims, request_value)
+    resumable = store.record_sync(claims, turn, encoded=encoded)
     if not resumable:
         logger.warning(
             "pause %s in thread %s was minted without a recorded turn state: the question can "
@@ -111,21 +102,14 @@ def mint_pause(
             claims.jti,
             thread_id,
         )
-    pause = Pause.objects.create(
-        jti=claims.jti,
-        run_id=run_id,
-        session_id=session_id,
-        thread_id=thread_id,
-        checkpoint_id=checkpoint_id,
-        scope_hash=scope_hash,
-        tool_call_id=tool_call_id,
-        interrupt_id=interrupt_id,
-        name=name,
+    pause = Pause.objects.build(
+        claims,
         request_key=request_key,
         resumable=resumable,
         owner=owner,
         expires_at=timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE),
     )
+    pause.save(force_insert=True)
     minted = MintedPause(token=sign_claims(claims), claims=claims, resumable=resumable)
     transaction.on_commit(
         lambda: pause_minted.send(sender=Pause, minted=minted, pause=pause),

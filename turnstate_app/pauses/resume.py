@@ -16,7 +16,6 @@ from django.core.exceptions import PermissionDenied
 from django.db import router, transaction
 from django.utils import timezone
 
-from turnstate_app.checkpoints import answer_key
 from turnstate_app.conf import conf
 from turnstate_app.errors import (
     CheckpointLostError,
@@ -24,13 +23,14 @@ from turnstate_app.errors import (
     PauseCheckpointNotFoundError,
     PauseExpiredError,
 )
+from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet, PauseStatus
 from turnstate_app.pauses.handoff import ResumedPause, after_answer
 from turnstate_app.pauses.mint import to_json
 from turnstate_app.pauses.tokens import read_token
 from turnstate_app.ports import get_default_store
-from turnstate_app.ports.limits import check_value
-from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, call_port_sync
+from turnstate_app.ports.limits import require_value
+from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore
 
 
 def resume_pause(
@@ -45,38 +45,27 @@ def resume_pause(
     """
     store = store if store is not None else get_default_store()
     answer_value = to_json("answer", answer)
-    check_value(answer_value, max_bytes=conf.MAX_VALUE_BYTES)
+    require_value(answer_value, max_bytes=conf.MAX_VALUE_BYTES)
     claims = read_token(token)
     using = router.db_for_write(Pause)
     pauses = Pause.objects.using(using)
+    now = timezone.now()
     try:
-        pause = pauses.get(jti=claims.jti)
+        pause = pauses.with_effective_status(now).get(jti=claims.jti)
     except Pause.DoesNotExist:
         raise PauseCheckpointNotFoundError(
             f"no pause {claims.jti!r} is in the ledger: it was never minted here, or was purged"
         ) from None
-    now = timezone.now()
     refuse_unless_pending(pause, now, pauses)
     if user is not None:
         require_may_answer(pause, user)
     checkpoint = stored_turn(store, claims)
 
     with transaction.atomic(using=using):
-        won = pauses.filter(jti=claims.jti, status=PauseStatus.PENDING, expires_at__gt=now).update(
-            status=PauseStatus.ANSWERED, answered_at=now
-        )
-        if won != 1:
-            refuse_unless_pending(pauses.get(jti=claims.jti), now, pauses)
+        if not pauses.consume(claims.jti, now=now):
+            refuse_unless_pending(pauses.with_effective_status(now).get(jti=claims.jti), now, pauses)
             raise PauseAlreadyAnsweredError(f"pause {claims.jti!r} was answered concurrently")
-        call_port_sync(
-            store.commands,
-            "write_metadata",
-            thread_id=claims.thread_id,
-            checkpoint_id=claims.checkpoint_id,
-            key=answer_key(claims),
-            value=answer_value,
-            task_id=claims.run_id,
-        )
+        store.write_answer_sync(claims, answer_value)
     resumed = ResumedPause(claims=claims, answer=answer, checkpoint=checkpoint)
     transaction.on_commit(lambda: after_answer(resumed), using=using)
     return resumed
@@ -90,12 +79,14 @@ async def aresume_pause(
 
 
 def refuse_unless_pending(pause: Pause, now: datetime, pauses: PauseQuerySet) -> None:
-    """Answered wins over age; a pending pause past its age becomes expired (only pending ones)."""
+    """Answered wins over age; a pending pause past its age becomes expired (only pending ones).
+
+    ``pause`` carries ``effective_status`` (:meth:`PauseQuerySet.with_effective_status`).
+    """
     if pause.status == PauseStatus.ANSWERED:
         raise PauseAlreadyAnsweredError(f"pause {pause.jti!r} has already been answered")
-    if pause.status == PauseStatus.EXPIRED or pause.expires_at <= now:
-        if pause.status == PauseStatus.PENDING:
-            pauses.filter(jti=pause.jti, status=PauseStatus.PENDING).update(status=PauseStatus.EXPIRED)
+    if effective_status(pause) == PauseStatus.EXPIRED:
+        pauses.expire(now=now, jti=pause.jti)
         raise PauseExpiredError(f"pause {pause.jti!r} expired at {pause.expires_at.isoformat()}")
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from turnstate_app.errors import CheckpointFieldError
 
-ID_MAX_CHARS = 255
+ID_MAX_LENGTH = 255
+"""The longest id (thread, checkpoint, key, run, ...) in characters: the column size everywhere."""
 
 # The unique index on (thread_id, checkpoint_id, key) has a size limit of its own on
 # PostgreSQL: a btree entry holds at most 2704 bytes (a third of an 8 KB page). Each
@@ -21,23 +22,23 @@ ID_MAX_CHARS = 255
 INDEX_ID_BYTE_LIMITS: dict[str, int] = {"postgresql": 2675}
 
 
-def check_id(field: str, value: Any) -> None:
+def require_id(field: str, value: Any) -> None:
     """An id is a non-empty str of at most 255 characters, without NUL."""
     if not isinstance(value, str):
         raise CheckpointFieldError(field, f"must be a str, not {type(value).__name__}")
     if not value:
         raise CheckpointFieldError(field, "must not be empty")
-    if len(value) > ID_MAX_CHARS:
-        raise CheckpointFieldError(field, f"is {len(value)} characters long; the limit is {ID_MAX_CHARS}")
+    if len(value) > ID_MAX_LENGTH:
+        raise CheckpointFieldError(field, f"is {len(value)} characters long; the limit is {ID_MAX_LENGTH}")
     if "\x00" in value:
         raise CheckpointFieldError(field, "must not contain NUL characters")
 
 
-def check_row_ids(thread_id: Any, checkpoint_id: Any, key: Any, *, vendor: str | None) -> None:
+def require_row_ids(thread_id: Any, checkpoint_id: Any, key: Any, *, vendor: str | None) -> None:
     """Every id valid, and together small enough for the unique index on ``vendor``."""
-    check_id("thread_id", thread_id)
-    check_id("checkpoint_id", checkpoint_id)
-    check_id("key", key)
+    require_id("thread_id", thread_id)
+    require_id("checkpoint_id", checkpoint_id)
+    require_id("key", key)
     limit = INDEX_ID_BYTE_LIMITS.get(vendor or "")
     if limit is not None:
         total = sum(len(part.encode()) for part in (thread_id, checkpoint_id, key))
@@ -48,13 +49,13 @@ def check_row_ids(thread_id: Any, checkpoint_id: Any, key: Any, *, vendor: str |
             )
 
 
-def check_task_id(task_id: Any) -> None:
+def require_task_id(task_id: Any) -> None:
     """The task id is optional; when given it obeys the id rules."""
     if task_id is not None:
-        check_id("task_id", task_id)
+        require_id("task_id", task_id)
 
 
-def check_value(value: Any, *, max_bytes: int) -> None:
+def require_value(value: Any, *, max_bytes: int) -> None:
     """A value is a str without NUL whose UTF-8 encoding fits ``max_bytes``."""
     if not isinstance(value, str):
         raise CheckpointFieldError("value", f"must be a str, not {type(value).__name__}")
@@ -70,7 +71,7 @@ def check_value(value: Any, *, max_bytes: int) -> None:
         raise CheckpointFieldError("value", "must not contain NUL characters")
 
 
-def check_write(
+def require_write(
     thread_id: Any,
     checkpoint_id: Any,
     key: Any,
@@ -81,6 +82,6 @@ def check_write(
     max_bytes: int,
 ) -> None:
     """Everything a write or claim must satisfy, checked before any statement runs."""
-    check_row_ids(thread_id, checkpoint_id, key, vendor=vendor)
-    check_value(value, max_bytes=max_bytes)
-    check_task_id(task_id)
+    require_row_ids(thread_id, checkpoint_id, key, vendor=vendor)
+    require_value(value, max_bytes=max_bytes)
+    require_task_id(task_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from turnstate_app.conf import conf
-from turnstate_app.ports.limits import check_row_ids, check_write
+from turnstate_app.ports.limits import require_row_ids, require_write
 
 
 class InMemoryCheckpointCommandPort:
@@ -18,7 +18,7 @@ class InMemoryCheckpointCommandPort:
         self._lock = threading.Lock()
 
     def read_metadata_sync(self, *, thread_id: str, checkpoint_id: str, key: str) -> str | None:
-        check_row_ids(thread_id, checkpoint_id, key, vendor=None)
+        require_row_ids(thread_id, checkpoint_id, key, vendor=None)
         with self._lock:
             row = self._rows.get((thread_id, checkpoint_id, key))
         return None if row is None else row[0]
@@ -26,7 +26,7 @@ class InMemoryCheckpointCommandPort:
     def write_metadata_sync(
         self, *, thread_id: str, checkpoint_id: str, key: str, value: str, task_id: str | None
     ) -> None:
-        check_write(
+        require_write(
             thread_id,
             checkpoint_id,
             key,
@@ -41,7 +41,7 @@ class InMemoryCheckpointCommandPort:
     def claim_metadata_sync(
         self, *, thread_id: str, checkpoint_id: str, key: str, value: str, task_id: str | None
     ) -> bool:
-        check_write(
+        require_write(
             thread_id,
             checkpoint_id,
             key,

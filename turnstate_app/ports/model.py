@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from turnstate_app.conf import conf
 from turnstate_app.ports.execution import run_statement
-from turnstate_app.ports.limits import check_row_ids, check_write
+from turnstate_app.ports.limits import require_row_ids, require_write
 from turnstate_app.ports.statements import statements_for
 
 
@@ -66,7 +66,7 @@ class ModelCheckpointCommandPort:
     def read_metadata_sync(self, *, thread_id: str, checkpoint_id: str, key: str) -> str | None:
         alias = router.db_for_read(_model())
         connection = connections[alias]
-        check_row_ids(thread_id, checkpoint_id, key, vendor=connection.vendor)
+        require_row_ids(thread_id, checkpoint_id, key, vendor=connection.vendor)
         statements = statements_for(alias)
         _, row = run_statement(
             connection, statements.read, statements.native_read, (thread_id, checkpoint_id, key)
@@ -96,7 +96,7 @@ class ModelCheckpointCommandPort:
     ) -> int:
         alias = router.db_for_write(_model())
         connection = connections[alias]
-        check_write(
+        require_write(
             thread_id,
             checkpoint_id,
             key,

@@ -10,7 +10,13 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from turnstate_app.models import Pause
-from turnstate_app.retention import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, PurgeBatch, PurgeResult, erase_thread
+from turnstate_app.retention import (
+    DEFAULT_BATCH_SIZE,
+    MAX_BATCH_SIZE,
+    PurgeBatch,
+    PurgeResult,
+    erase_thread,
+)
 
 
 def positive_days(text: str) -> int:

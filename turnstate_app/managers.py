@@ -1,0 +1,229 @@
+"""The queries and state changes of the two tables, in one place.
+
+Views, admin, commands and the lifecycle call these; none of them writes a filter on a
+pause's status or age, or an UPDATE of the ledger, of its own. Models import this module,
+never the reverse: the models are looked up through the app registry when a query runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.apps import apps
+from django.db import models
+from django.db.models import Case, Exists, F, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Concat
+
+from turnstate_app.choices import PauseStatus, RowKind
+from turnstate_app.contracts import PauseClaims
+from turnstate_app.keys import TURN_STATE_KEY_PREFIX
+from turnstate_app.retention import DEFAULT_BATCH_SIZE, Progress, PurgeResult, purge_pauses
+
+if TYPE_CHECKING:  # the QuerySets' type arguments; models import this module at run time
+    from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause  # noqa: F401
+
+CLAIM_FIELDS: tuple[str, ...] = tuple(PauseClaims.model_fields)
+"""A pause's identity: the fields its token carries, stored on its ledger row under the same names."""
+
+EFFECTIVE_STATUS = "effective_status"
+"""The annotation :meth:`PauseQuerySet.with_effective_status` adds."""
+
+UNRESUMABLE_NO_LEDGER = (
+    "no ledger row: written by an older build or an interrupted mint; the question can be "
+    "answered elsewhere, the run cannot be continued from this store"
+)
+UNRESUMABLE_NO_TURN_STATE = (
+    "turn state not recorded (the record failed at mint, or the row was removed): the "
+    "question can be answered, the run cannot be continued from this store"
+)
+
+
+def _model(name: str) -> Any:
+    return apps.get_model("turnstate_app", name)
+
+
+class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
+    """Queries operators and the lifecycle share."""
+
+    def for_thread(self, thread_id: str) -> CheckpointMetadataQuerySet:
+        return self.filter(thread_id=thread_id)
+
+    def at(self, thread_id: str, checkpoint_id: str, key: str) -> CheckpointMetadataQuerySet:
+        return self.filter(thread_id=thread_id, checkpoint_id=checkpoint_id, key=key)
+
+    def requests(self) -> CheckpointMetadataQuerySet:
+        """Request rows (``ask_user_request:`` / ``interrupt_payload:``), found by index."""
+        return self.filter(kind=RowKind.REQUEST)
+
+    def unresumable(self) -> CheckpointMetadataQuerySet:
+        """Request rows this store cannot continue, with ``jti`` (or None) and ``reason``.
+
+        Two kinds: a pending ledger pause whose turn-state row is absent, and a request
+        row that no ledger pause owns. One query, whatever the number of rows: each
+        request row is probed through the ledger's and the store's own indexes.
+        """
+        owners = _model("Pause").objects.filter(
+            thread_id=OuterRef("thread_id"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+            request_key=OuterRef("key"),
+        )
+        turn_states = _model("CheckpointMetadata").objects.filter(
+            thread_id=OuterRef("thread_id"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+            key=Concat(Value(TURN_STATE_KEY_PREFIX), OuterRef("jti")),
+        )
+        stranded = owners.filter(status=PauseStatus.PENDING).exclude(Exists(turn_states))
+        return (
+            self.requests()
+            .annotate(
+                jti=Subquery(stranded.order_by("-created_at").values("jti")[:1]),
+                has_ledger=Exists(owners),
+            )
+            .filter(Q(jti__isnull=False) | Q(has_ledger=False))
+            .annotate(
+                reason=Case(
+                    When(has_ledger=False, then=Value(UNRESUMABLE_NO_LEDGER)),
+                    default=Value(UNRESUMABLE_NO_TURN_STATE),
+                )
+            )
+        )
+
+
+def _past_age(now: datetime) -> Q:
+    """The one definition of "too old to answer": a pause's age ends at ``expires_at``."""
+    return Q(expires_at__lte=now)
+
+
+def effective_status_q(status: str, now: datetime) -> Q:
+    """Pauses whose status, as an answer at ``now`` would meet it, is ``status``.
+
+    The ledger marks a pending pause ``expired`` only when someone next tries to answer
+    it (or ``expire`` runs), so "pending" alone does not mean answerable.
+    """
+    if status == PauseStatus.PENDING:
+        return Q(status=PauseStatus.PENDING) & ~_past_age(now)
+    if status == PauseStatus.EXPIRED:
+        return Q(status=PauseStatus.EXPIRED) | (Q(status=PauseStatus.PENDING) & _past_age(now))
+    if status == PauseStatus.ANSWERED:
+        return Q(status=PauseStatus.ANSWERED)
+    raise ValueError(f"unknown pause status {status!r}")
+
+
+class PauseQuerySet(models.QuerySet["Pause"]):
+    """The ledger's filters and its three state changes, so no caller hand-writes one."""
+
+    # -- construction --------------------------------------------------------------
+
+    def build(self, claims: PauseClaims, **fields: Any) -> Pause:
+        """An unsaved ledger row for ``claims``: the identity comes from the claims, only from them."""
+        return self.model(**claims_fields(claims), **fields)
+
+    # -- status --------------------------------------------------------------------
+
+    def with_effective_status(self, now: datetime) -> PauseQuerySet:
+        """Annotate ``effective_status``: the status an answer at ``now`` would meet."""
+        return self.annotate(
+            **{
+                EFFECTIVE_STATUS: Case(
+                    When(effective_status_q(PauseStatus.EXPIRED, now), then=Value(PauseStatus.EXPIRED.value)),
+                    default=F("status"),
+                    output_field=models.CharField(),
+                )
+            }
+        )
+
+    def in_effective_status(self, status: str, now: datetime) -> PauseQuerySet:
+        """Filter on the effective status, with conditions the status index can serve."""
+        return self.filter(effective_status_q(status, now))
+
+    def pending(self) -> PauseQuerySet:
+        return self.filter(status=PauseStatus.PENDING)
+
+    def answered(self) -> PauseQuerySet:
+        return self.filter(status=PauseStatus.ANSWERED)
+
+    def expired(self, now: datetime) -> PauseQuerySet:
+        """Marked expired, or still pending past their age at ``now``."""
+        return self.in_effective_status(PauseStatus.EXPIRED, now)
+
+    def settled(self) -> PauseQuerySet:
+        """Answered or expired: no token of theirs can be consumed any more."""
+        return self.filter(status__in=[PauseStatus.ANSWERED, PauseStatus.EXPIRED])
+
+    def awaiting_handoff(self) -> PauseQuerySet:
+        """Answered pauses whose hand-off to RESUME_HANDLER never succeeded."""
+        return self.filter(status=PauseStatus.ANSWERED, handed_off_at__isnull=True)
+
+    # -- who and where -------------------------------------------------------------
+
+    def for_user(self, user: Any) -> PauseQuerySet:
+        """What ``user`` may see: staff everything, others their own pauses only."""
+        if not getattr(user, "is_authenticated", False):
+            return self.none()
+        if user.is_staff:
+            return self
+        return self.filter(owner=user)
+
+    def for_thread(self, thread_id: str) -> PauseQuerySet:
+        return self.filter(thread_id=thread_id)
+
+    # -- retention -----------------------------------------------------------------
+
+    def last_event_before(self, cutoff: datetime) -> PauseQuerySet:
+        """Whose last event (``answered_at``, else ``expires_at``) came before ``cutoff``."""
+        return self.filter(Q(answered_at__lt=cutoff) | Q(answered_at__isnull=True, expires_at__lt=cutoff))
+
+    def purgeable(self, cutoff: datetime, *, include_pending: bool = False) -> PauseQuerySet:
+        """What retention removes: settled pauses (any, with ``include_pending``) quiet since ``cutoff``."""
+        old = self.last_event_before(cutoff)
+        return old if include_pending else old.settled()
+
+    def purge(
+        self,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> PurgeResult:
+        """Delete these pauses and their rows in bounded batches (see :mod:`turnstate_app.retention`)."""
+        return purge_pauses(self, batch_size=batch_size, dry_run=dry_run, progress=progress)
+
+    # -- the state changes: each one conditional UPDATE --------------------------------
+
+    def consume(self, jti: str, *, now: datetime) -> bool:
+        """Pending and within its age becomes answered: True for the one caller whose UPDATE did it."""
+        won = self.filter(effective_status_q(PauseStatus.PENDING, now), jti=jti).update(
+            status=PauseStatus.ANSWERED, answered_at=now
+        )
+        return won == 1
+
+    def expire(self, *, now: datetime, jti: str | None = None) -> int:
+        """Pending past its age becomes expired (these pauses, or only ``jti``); how many did."""
+        scope = self if jti is None else self.filter(jti=jti)
+        return scope.filter(Q(status=PauseStatus.PENDING) & _past_age(now)).update(status=PauseStatus.EXPIRED)
+
+    def mark_handed_off(self, jti: str, *, now: datetime) -> bool:
+        """Record that RESUME_HANDLER accepted the answer; the first stamp stays."""
+        return self.filter(jti=jti, handed_off_at__isnull=True).update(handed_off_at=now) == 1
+
+
+def effective_status(pause: Pause) -> str:
+    """The status an answer at ``now`` meets, as annotated by :meth:`PauseQuerySet.with_effective_status`."""
+    return str(getattr(pause, EFFECTIVE_STATUS))
+
+
+def claims_fields(claims: PauseClaims) -> Mapping[str, Any]:
+    """The ledger row's identity fields, from the claims a token carries."""
+    return {name: getattr(claims, name) for name in CLAIM_FIELDS}
+
+
+def claims_of(pause: Pause) -> PauseClaims:
+    """The claims a pause's token carries, rebuilt from its ledger row."""
+    return PauseClaims(**{name: getattr(pause, name) for name in CLAIM_FIELDS})
+
+
+class UnresumablePauseManager(models.Manager["UnresumablePause"]):
+    def get_queryset(self) -> CheckpointMetadataQuerySet:  # type: ignore[override]
+        return CheckpointMetadataQuerySet(self.model, using=self._db).unresumable()
