@@ -21,7 +21,7 @@ help:
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
 	@echo "make test-e2e      the admin in headless Chromium (installs chromium with apt)"
 	@echo "make screenshot    docs/img/admin-unresumable.png, from the same browser run"
-	@echo "make lint          ruff + mypy"
+	@echo "make lint          ruff, import layers (lint-imports), mypy"
 	@echo "make bench         benchmarks (bench/)"
 
 $(VENV)/.installed: pyproject.toml
@@ -83,6 +83,7 @@ screenshot: $(VENV)/.installed-e2e | browser
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy turnstate_app tests $(wildcard bench/*.py)
 
 demo: install
