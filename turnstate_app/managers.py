@@ -15,6 +15,7 @@ from django.apps import apps
 from django.db import models
 from django.db.models import Case, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Concat
+from django.utils import timezone
 
 from turnstate_app.choices import PauseStatus, RowKind
 from turnstate_app.contracts import PauseClaims
@@ -57,13 +58,16 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
         """Request rows (``ask_user_request:`` / ``interrupt_payload:``), found by index."""
         return self.filter(kind=RowKind.REQUEST)
 
-    def unresumable(self) -> CheckpointMetadataQuerySet:
+    def unresumable(self, now: datetime | None = None) -> CheckpointMetadataQuerySet:
         """Request rows this store cannot continue, with ``jti`` (or None) and ``reason``.
 
-        Two kinds: a pending ledger pause whose turn-state row is absent, and a request
-        row that no ledger pause owns. One query, whatever the number of rows: each
-        request row is probed through the ledger's and the store's own indexes.
+        Two kinds: a ledger pause still answerable at ``now`` (pending, within its age)
+        whose turn-state row is absent, and a request row that no ledger pause owns. An
+        expired pause is not listed: its question can no longer be answered. One query,
+        whatever the number of rows: each request row is probed through the ledger's and
+        the store's own indexes.
         """
+        now = timezone.now() if now is None else now
         owners = _model("Pause").objects.filter(
             thread_id=OuterRef("thread_id"),
             checkpoint_id=OuterRef("checkpoint_id"),
@@ -74,7 +78,7 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
             checkpoint_id=OuterRef("checkpoint_id"),
             key=Concat(Value(TURN_STATE_KEY_PREFIX), OuterRef("jti")),
         )
-        stranded = owners.filter(status=PauseStatus.PENDING).exclude(Exists(turn_states))
+        stranded = owners.filter(effective_status_q(PauseStatus.PENDING, now)).exclude(Exists(turn_states))
         return (
             self.requests()
             .annotate(

@@ -80,7 +80,10 @@ def turnstate_exception_handler(exc: Exception, context: dict[str, Any]) -> Resp
     response = _known(exc, context)
     if response is None:
         response = _unexpected(exc, context)
-    set_rollback()
+    if not isinstance(exc, PauseExpiredError):
+        # An expired pause was marked so by this request, and that mark is a fact worth
+        # keeping under ATOMIC_REQUESTS; every other error leaves the database as it was.
+        set_rollback()
     return response
 
 

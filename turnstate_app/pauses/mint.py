@@ -3,6 +3,12 @@
 The order is the point. ``resumable`` is what recording the turn state *reported*,
 read after the write; a failed record still yields a token (the person can still
 answer) but one that says it cannot be continued.
+
+On the model port, when the store's rows and the ledger live in one database, the three
+writes commit together in one transaction, so no request or turn-state row is ever
+visible without its ledger row (a purge or an operator never meets half a pause), and
+the token is signed only after the commit. Any other port keeps the same order, write by
+write, through the port.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -25,7 +32,7 @@ from turnstate_app.keys import payload_key
 from turnstate_app.models import Pause
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
-from turnstate_app.ports import get_default_store
+from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, stamped_turn
 
 logger = logging.getLogger(__name__)
@@ -92,9 +99,18 @@ def mint_pause(
     except (TypeError, ValueError) as exc:
         raise CheckpointFieldError("messages", f"are not JSON-serialisable ({exc})") from None
 
-    if store.wired:
-        store.write_request_sync(claims, request_value)
-    resumable = store.record_sync(claims, turn, encoded=encoded)
+    expires_at = timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE)
+    alias = shared_alias(store)
+    with transaction.atomic(using=alias) if alias is not None else nullcontext():
+        if store.wired:
+            store.write_request_sync(claims, request_value)
+        # Inside the transaction the model port writes in a savepoint: a refused record
+        # rolls back alone, and the pause is still minted, saying it is not resumable.
+        resumable = store.record_sync(claims, turn, encoded=encoded)
+        pause = Pause.objects.build(
+            claims, request_key=request_key, resumable=resumable, owner=owner, expires_at=expires_at
+        )
+        pause.save(force_insert=True, using=alias)
     if not resumable:
         logger.warning(
             "pause %s in thread %s was minted without a recorded turn state: the question can "
@@ -102,20 +118,27 @@ def mint_pause(
             claims.jti,
             thread_id,
         )
-    pause = Pause.objects.build(
-        claims,
-        request_key=request_key,
-        resumable=resumable,
-        owner=owner,
-        expires_at=timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE),
-    )
-    pause.save(force_insert=True)
     minted = MintedPause(token=sign_claims(claims), claims=claims, resumable=resumable)
-    transaction.on_commit(
-        lambda: pause_minted.send(sender=Pause, minted=minted, pause=pause),
-        using=router.db_for_write(Pause),
-    )
+    transaction.on_commit(lambda: announce(minted, pause), using=router.db_for_write(Pause))
     return minted
+
+
+def shared_alias(store: TurnCheckpointStore) -> str | None:
+    """The database in which the store's rows and the ledger commit together, if there is one."""
+    commands = store.commands
+    if not isinstance(commands, ModelCheckpointCommandPort):
+        return None
+    ledger = router.db_for_write(Pause)
+    return ledger if commands.write_alias() == ledger else None
+
+
+def announce(minted: MintedPause, pause: Pause) -> None:
+    """Send ``pause_minted``; a failing receiver is logged, never raised: the token is already out."""
+    for receiver, result in pause_minted.send_robust(sender=Pause, minted=minted, pause=pause):
+        if isinstance(result, Exception):
+            logger.error(
+                "pause_minted receiver %r failed for pause %s", receiver, minted.claims.jti, exc_info=result
+            )
 
 
 async def amint_pause(**kwargs: Any) -> MintedPause:

@@ -13,7 +13,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import PermissionDenied
-from django.db import router, transaction
+from django.db import OperationalError, router, transaction
 from django.utils import timezone
 
 from turnstate_app.conf import conf
@@ -30,6 +30,7 @@ from turnstate_app.pauses.mint import to_json
 from turnstate_app.pauses.tokens import read_token
 from turnstate_app.ports import get_default_store
 from turnstate_app.ports.limits import require_value
+from turnstate_app.ports.model import reading_primary
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore
 
 
@@ -42,6 +43,8 @@ def resume_pause(
     stored record that is unreadable or another turn's), ``PauseCheckpointNotFoundError``
     (no ledger row, or nothing stored), ``PauseAlreadyAnsweredError``, ``PauseExpiredError``,
     ``django.core.exceptions.PermissionDenied`` (``user`` is not the owner nor staff).
+    Every decision reads the primary database, so a lagging replica never reports a
+    recorded pause as lost.
     """
     store = store if store is not None else get_default_store()
     answer_value = to_json("answer", answer)
@@ -50,25 +53,53 @@ def resume_pause(
     using = router.db_for_write(Pause)
     pauses = Pause.objects.using(using)
     now = timezone.now()
+    with reading_primary():
+        pause = ledger_row(pauses, claims.jti, now)
+        refuse_unless_pending(pause, now, pauses)
+        if user is not None:
+            require_may_answer(pause, user)
+        checkpoint = stored_turn(store, claims)
     try:
-        pause = pauses.with_effective_status(now).get(jti=claims.jti)
-    except Pause.DoesNotExist:
-        raise PauseCheckpointNotFoundError(
-            f"no pause {claims.jti!r} is in the ledger: it was never minted here, or was purged"
-        ) from None
-    refuse_unless_pending(pause, now, pauses)
-    if user is not None:
-        require_may_answer(pause, user)
-    checkpoint = stored_turn(store, claims)
-
-    with transaction.atomic(using=using):
-        if not pauses.consume(claims.jti, now=now):
-            refuse_unless_pending(pauses.with_effective_status(now).get(jti=claims.jti), now, pauses)
-            raise PauseAlreadyAnsweredError(f"pause {claims.jti!r} was answered concurrently")
-        store.write_answer_sync(claims, answer_value)
+        with transaction.atomic(using=using):
+            if not pauses.consume(claims.jti, now=now):
+                raise _LostTheRaceError
+            store.write_answer_sync(claims, answer_value)
+    except (_LostTheRaceError, OperationalError) as exc:
+        if isinstance(exc, OperationalError) and not is_serialization_failure(exc):
+            raise
+        # Another answer won (under REPEATABLE READ or SERIALIZABLE the database says so
+        # with a serialization failure): say what the ledger holds now.
+        refuse_unless_pending(ledger_row(pauses, claims.jti, now), now, pauses)
+        raise PauseAlreadyAnsweredError(f"pause {claims.jti!r} was answered concurrently") from None
     resumed = ResumedPause(claims=claims, answer=answer, checkpoint=checkpoint)
     transaction.on_commit(lambda: after_answer(resumed), using=using)
     return resumed
+
+
+class _LostTheRaceError(Exception):
+    """The conditional UPDATE matched no row: another caller consumed, expired or removed it."""
+
+
+def ledger_row(pauses: PauseQuerySet, jti: str, now: datetime) -> Pause:
+    """The ledger row with its effective status at ``now``; ``PauseCheckpointNotFoundError`` if gone."""
+    pause = pauses.with_effective_status(now).filter(jti=jti).first()
+    if pause is None:
+        raise PauseCheckpointNotFoundError(
+            f"no pause {jti!r} is in the ledger: it was never minted here, or was purged"
+        )
+    return pause
+
+
+def is_serialization_failure(exc: OperationalError) -> bool:
+    """A transaction the database refused because a concurrent one changed the same row."""
+    cause = exc.__cause__
+    if getattr(cause, "sqlstate", None) in SERIALIZATION_SQLSTATES:
+        return True
+    return bool(exc.args) and exc.args[0] in MYSQL_CONFLICT_ERRORS
+
+
+SERIALIZATION_SQLSTATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
+MYSQL_CONFLICT_ERRORS = frozenset({1213, 1020})  # deadlock; record changed since last read
 
 
 async def aresume_pause(
@@ -81,12 +112,16 @@ async def aresume_pause(
 def refuse_unless_pending(pause: Pause, now: datetime, pauses: PauseQuerySet) -> None:
     """Answered wins over age; a pending pause past its age becomes expired (only pending ones).
 
-    ``pause`` carries ``effective_status`` (:meth:`PauseQuerySet.with_effective_status`).
+    ``pause`` carries its effective status (:func:`ledger_row`). When marking it expired
+    changes nothing, an answer committed meanwhile (whose lock the UPDATE waited on) wins.
     """
     if pause.status == PauseStatus.ANSWERED:
         raise PauseAlreadyAnsweredError(f"pause {pause.jti!r} has already been answered")
     if effective_status(pause) == PauseStatus.EXPIRED:
-        pauses.expire(now=now, jti=pause.jti)
+        if pause.status == PauseStatus.PENDING and not pauses.expire(now=now, jti=pause.jti):
+            again = pauses.filter(jti=pause.jti).values_list("status", flat=True).first()
+            if again == PauseStatus.ANSWERED:
+                raise PauseAlreadyAnsweredError(f"pause {pause.jti!r} has already been answered")
         raise PauseExpiredError(f"pause {pause.jti!r} expired at {pause.expires_at.isoformat()}")
 
 

@@ -6,19 +6,57 @@ store, which is what lets a token be small and a leak of one reveal little.
 
 from __future__ import annotations
 
+import json
+from math import ceil
+from typing import Any
+
 from django.core import signing
 from pydantic import ValidationError
 
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.errors import TokenSignatureError
+from turnstate_app.managers import CLAIM_FIELDS
+from turnstate_app.ports.limits import ID_MAX_LENGTH
 
 TOKEN_SALT = "turnstate_app.pauses.token"
-MAX_TOKEN_CHARS = 4096
-"""Far above any token this app mints; longer input is refused before any crypto runs."""
+
+
+class CompactJSONSerializer:
+    """Claims as UTF-8 JSON: a 4-byte character costs 4 bytes, not the 12 of ``\\ud83d\\ude00``.
+
+    Reads the ASCII JSON of Django's own serializer unchanged (ASCII is UTF-8), so tokens
+    minted before it was used still verify.
+    """
+
+    def dumps(self, obj: Any) -> bytes:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8", "surrogatepass")
+
+    def loads(self, data: bytes) -> Any:
+        return json.loads(data.decode("utf-8", "surrogatepass"))
+
+
+def _max_token_chars() -> int:
+    """The longest token a mint can issue for ids within the documented limits, with room to spare.
+
+    Derived, not chosen: every claim at ``ID_MAX_LENGTH`` characters, each the costliest to
+    encode (a control character is 6 bytes of JSON, ``\\u0001``), a 64-character jti; then
+    zlib's worst-case growth, base64's 4/3 and the timestamp and signature. A token longer
+    than this cannot have been minted here, so it is refused before any crypto runs.
+    """
+    json_bytes = 2 + sum(len(name) + 4 for name in CLAIM_FIELDS) + len(CLAIM_FIELDS)
+    json_bytes += (len(CLAIM_FIELDS) - 1) * ID_MAX_LENGTH * 6 + 64 * 6
+    compressed = json_bytes + (json_bytes >> 12) + (json_bytes >> 14) + 64
+    return 1 + 4 * ceil(compressed / 3) + 256  # "." + base64 + ":timestamp:signature"
+
+
+MAX_TOKEN_CHARS = _max_token_chars()
 
 
 def sign_claims(claims: PauseClaims) -> str:
-    return signing.dumps(claims.model_dump(exclude_none=True), salt=TOKEN_SALT, compress=True)
+    return signing.dumps(
+        claims.model_dump(exclude_none=True), salt=TOKEN_SALT, compress=True, serializer=CompactJSONSerializer
+    )
 
 
 def read_token(token: object) -> PauseClaims:
@@ -32,7 +70,7 @@ def read_token(token: object) -> PauseClaims:
     if len(token) > MAX_TOKEN_CHARS:
         raise TokenSignatureError(f"a pause token is at most {MAX_TOKEN_CHARS} characters")
     try:
-        payload = signing.loads(token, salt=TOKEN_SALT)
+        payload = signing.loads(token, salt=TOKEN_SALT, serializer=CompactJSONSerializer)
     except (signing.BadSignature, ValueError, UnicodeError) as exc:
         raise TokenSignatureError("the pause token fails its signature check") from exc
     try:

@@ -32,6 +32,13 @@ def require_id(field: str, value: Any) -> None:
         raise CheckpointFieldError(field, f"is {len(value)} characters long; the limit is {ID_MAX_LENGTH}")
     if "\x00" in value:
         raise CheckpointFieldError(field, "must not contain NUL characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CheckpointFieldError(
+                field, "holds a lone surrogate, which no database stores as text"
+            ) from None
 
 
 def require_row_ids(thread_id: Any, checkpoint_id: Any, key: Any, *, vendor: str | None) -> None:
@@ -56,17 +63,23 @@ def require_task_id(task_id: Any) -> None:
 
 
 def require_value(value: Any, *, max_bytes: int) -> None:
-    """A value is a str without NUL whose UTF-8 encoding fits ``max_bytes``."""
+    """A value is a str without NUL, storable as UTF-8 (no lone surrogate), within ``max_bytes``."""
     if not isinstance(value, str):
         raise CheckpointFieldError("value", f"must be a str, not {type(value).__name__}")
-    # Cheap bounds first: a str never takes fewer bytes than characters, nor more than 4x.
-    size = len(value)
-    if size * 4 > max_bytes:
-        size = len(value.encode("utf-8", "surrogatepass"))
-        if size > max_bytes:
+    if value.isascii():
+        size = len(value)
+    else:
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError as exc:
             raise CheckpointFieldError(
-                "value", f"is {size} UTF-8 bytes; the limit (MAX_VALUE_BYTES) is {max_bytes}"
-            )
+                "value",
+                f"holds a lone surrogate ({exc.object[exc.start]!r}), which no database stores as text",
+            ) from None
+    if size > max_bytes:
+        raise CheckpointFieldError(
+            "value", f"is {size} UTF-8 bytes; the limit (MAX_VALUE_BYTES) is {max_bytes}"
+        )
     if "\x00" in value:
         raise CheckpointFieldError("value", "must not contain NUL characters")
 

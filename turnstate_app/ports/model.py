@@ -12,6 +12,9 @@ caller commits.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -22,6 +25,22 @@ from turnstate_app.conf import conf
 from turnstate_app.ports.execution import run_statement
 from turnstate_app.ports.limits import require_row_ids, require_write
 from turnstate_app.ports.statements import statements_for
+
+_read_primary: ContextVar[bool] = ContextVar("turnstate_read_primary", default=False)
+
+
+@contextmanager
+def reading_primary() -> Iterator[None]:
+    """Within this block the model port reads the database it writes to, not the router's read alias.
+
+    For decisions that must not meet a lagging replica: a resume that read an empty replica
+    would report a recorded pause as lost. The port's protocol is unchanged.
+    """
+    token = _read_primary.set(True)
+    try:
+        yield
+    finally:
+        _read_primary.reset(token)
 
 
 def _model() -> Any:
@@ -61,10 +80,14 @@ class ModelCheckpointCommandPort:
             thread_id=thread_id, checkpoint_id=checkpoint_id, key=key, value=value, task_id=task_id
         )
 
+    def write_alias(self) -> str:
+        """The database this port writes to, as the router picks it."""
+        return router.db_for_write(_model())
+
     # -- sync twins -------------------------------------------------------------
 
     def read_metadata_sync(self, *, thread_id: str, checkpoint_id: str, key: str) -> str | None:
-        alias = router.db_for_read(_model())
+        alias = router.db_for_write(_model()) if _read_primary.get() else router.db_for_read(_model())
         connection = connections[alias]
         require_row_ids(thread_id, checkpoint_id, key, vendor=connection.vendor)
         statements = statements_for(alias)
