@@ -99,3 +99,24 @@ def race_to_answer(
         results.put((worker, f"{type(exc).__name__}: {exc}"))
     finally:
         connection.close()
+
+
+def answer_and_report(settings_dict: dict[str, Any], token: str, answer: Any) -> str:
+    """Answer once; report the outcome by name ("answered", "already_answered", or the error)."""
+    boot_django(settings_dict)
+    from django.db import connection
+
+    from turnstate_app.errors import PauseAlreadyAnsweredError, PauseExpiredError
+    from turnstate_app.pauses import resume_pause
+
+    try:
+        resume_pause(token, answer)
+        return "answered"
+    except PauseAlreadyAnsweredError:
+        return "already_answered"
+    except PauseExpiredError:
+        return "expired"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        connection.close()

@@ -73,7 +73,19 @@ def database_from_env() -> dict[str, Any]:
     return db
 
 
+def replica_of(primary: dict[str, Any]) -> dict[str, Any]:
+    """A second, separate database on the same server: an always-empty "replica" for router tests."""
+    replica = {**primary, "TEST": {**primary.get("TEST", {})}}
+    if primary["ENGINE"].endswith("sqlite3"):
+        replica["NAME"] = primary["NAME"] + "-replica"
+        replica["TEST"]["NAME"] = primary["TEST"]["NAME"].replace(".sqlite3", "-replica.sqlite3")
+    else:
+        replica["TEST"]["NAME"] = primary["TEST"]["NAME"] + "_replica"
+    return replica
+
+
 DATABASES = {"default": database_from_env()}
+DATABASES["replica"] = replica_of(DATABASES["default"])
 
 STATIC_URL = "/static/"
 
