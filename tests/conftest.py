@@ -1,11 +1,16 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.db import connections
+from django.test import Client
+from rest_framework.test import APIClient
 
+from tests.api_support import client_for
+from tests.factories import UserFactory
 from turnstate_app.ports import InMemoryCheckpointCommandPort, ModelCheckpointCommandPort
 
 
@@ -37,18 +42,64 @@ def model_port() -> ModelCheckpointCommandPort:
     return ModelCheckpointCommandPort()
 
 
+class TurnstateSettings(dict[str, Any]):
+    """TURNSTATE for one test: each key set here is applied at once, the rest restored after."""
+
+    def __init__(self, settings: Any) -> None:
+        super().__init__()
+        self._settings = settings
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._settings.TURNSTATE = dict(self)
+
+    def replace(self, value: Any) -> None:
+        """TURNSTATE becomes ``value`` itself, a dict or not (what the system checks judge)."""
+        self.clear()
+        if isinstance(value, dict):
+            super().update(value)
+        self._settings.TURNSTATE = value
+
+    def remove(self) -> None:
+        """No TURNSTATE setting at all: every key takes its default."""
+        self.clear()
+        del self._settings.TURNSTATE
+
+
 @pytest.fixture
-def turnstate_settings(settings: Any) -> Iterator[dict[str, Any]]:
-    """Override TURNSTATE keys for one test: ``turnstate_settings["KEY"] = value`` then apply."""
-    overrides: dict[str, Any] = {}
+def turnstate_settings(settings: Any) -> TurnstateSettings:
+    """Override TURNSTATE for one test: ``turnstate_settings["KEY"] = value`` applies it."""
+    return TurnstateSettings(settings)
 
-    class Applier(dict[str, Any]):
-        def __setitem__(self, key: str, value: Any) -> None:
-            super().__setitem__(key, value)
-            settings.TURNSTATE = dict(self)
 
-    applier = Applier(overrides)
-    yield applier
+@pytest.fixture
+def users() -> dict[str, Any]:
+    """A pause's owner, another user, and a staff member."""
+    return {
+        "owner": UserFactory.create(username="owner"),
+        "other": UserFactory.create(username="other"),
+        "staff": UserFactory.create(username="staff", is_staff=True),
+    }
+
+
+@pytest.fixture
+def staff(users: dict[str, Any]) -> APIClient:
+    """The API as the staff member, logged in through the project's session authentication."""
+    return client_for(users["staff"])
+
+
+@pytest.fixture
+def staff_client(users: dict[str, Any]) -> Callable[..., Client]:
+    """The admin as the staff member holding exactly the permissions named: ``staff_client("view_pause")``."""
+
+    def log_in(*codenames: str) -> Client:
+        user = users["staff"]
+        user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return log_in
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import factory
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.utils import timezone
 
 from turnstate_app.contracts import PauseClaims
-from turnstate_app.models import CheckpointMetadata
+from turnstate_app.keys import payload_key
+from turnstate_app.managers import CLAIM_FIELDS
+from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.turnstate import TurnCheckpoint
 
 
@@ -59,6 +65,56 @@ class CheckpointMetadataFactory(factory.django.DjangoModelFactory):
     key = factory.Sequence(lambda n: f"ask_user_request:call-{n}")
     value = '{"question": "Which date?"}'
     task_id = None
+
+
+class PauseFactory(factory.django.DjangoModelFactory[Pause]):
+    """A ledger row alone (no store rows): cheap, for lists and pagination.
+
+    The identity comes from ``claims`` (a :class:`PauseClaimsFactory`: its numbers never meet
+    those of a pause minted without one, see :func:`next_number`); identity fields passed by
+    name override the claims' own, and ``request_key`` follows them as the lifecycle derives it.
+    """
+
+    class Meta:
+        model = Pause
+
+    claims = factory.SubFactory(PauseClaimsFactory)
+    resumable = True
+    owner = None
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=1))
+
+    @classmethod
+    def _build(cls, model_class: type[Pause], *args: Any, **fields: Any) -> Pause:
+        claims = fields.pop("claims")
+        claims = claims.model_copy(update={name: fields.pop(name) for name in CLAIM_FIELDS if name in fields})
+        fields.setdefault("request_key", payload_key(claims))
+        return model_class.objects.build(claims, **fields)
+
+    @classmethod
+    def _create(cls, model_class: type[Pause], *args: Any, **fields: Any) -> Pause:
+        pause = cls._build(model_class, *args, **fields)
+        pause.save(force_insert=True)
+        return pause
+
+
+class UserFactory(factory.django.DjangoModelFactory[AbstractUser]):
+    """A user without a password (hashing one costs more than a whole test), as ``create_user`` makes it."""
+
+    class Meta:
+        model = settings.AUTH_USER_MODEL
+
+    username = factory.Sequence(lambda n: f"user-{n}")
+    is_staff = False
+
+    @classmethod
+    def _create(cls, model_class: Any, *args: Any, **fields: Any) -> Any:
+        return cls._get_manager(model_class).create_user(*args, **fields)
+
+
+def next_number() -> int:
+    """A number no factory-made or helper-made pause of this run has had: the claims' own sequence."""
+    number: int = PauseClaimsFactory._meta.next_sequence()
+    return number
 
 
 def make_claims(**overrides: Any) -> PauseClaims:

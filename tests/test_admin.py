@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
+from tests.factories import UserFactory
 from tests.pause_helpers import answered, legacy_request, lost, mint
 from turnstate_app.admin import UnresumablePauseAdmin
 from turnstate_app.models import UNRESUMABLE_NO_LEDGER, CheckpointMetadata, Pause, UnresumablePause
@@ -112,7 +112,7 @@ def test_an_unresumable_row_opens_read_only(admin_client: Client, both_kinds: di
 def test_a_change_list_costs_the_same_queries_for_3_rows_as_for_30(
     admin_client: Client, django_assert_num_queries: Any, url: str, rows: int
 ) -> None:
-    owner = get_user_model().objects.create_user("owner")
+    owner = UserFactory.create()
     for n in range(rows):
         lost(n, owner=owner)
         legacy_request(n)
@@ -177,16 +177,10 @@ def test_not_even_a_superuser_may_add_change_or_delete(
     assert obj.objects.filter(pk=pk).exists()
 
 
-def staff(*codenames: str) -> Client:
-    user = get_user_model().objects.create_user("staff", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def test_staff_with_view_permission_look_but_cannot_touch(both_kinds: dict[str, str]) -> None:
-    client = staff("view_unresumablepause", "view_pause", "view_checkpointmetadata")
+def test_staff_with_view_permission_look_but_cannot_touch(
+    both_kinds: dict[str, str], staff_client: Callable[..., Client]
+) -> None:
+    client = staff_client("view_unresumablepause", "view_pause", "view_checkpointmetadata")
     for url in CHANGE_LISTS:
         assert client.get(url).status_code == 200
     pk = Pause.objects.values_list("pk", flat=True)[0]
@@ -196,14 +190,18 @@ def test_staff_with_view_permission_look_but_cannot_touch(both_kinds: dict[str, 
     assert client.get(reverse("admin:turnstate_app_pause_add")).status_code == 403
 
 
-def test_staff_without_permission_see_nothing(both_kinds: dict[str, str]) -> None:
-    client = staff()
+def test_staff_without_permission_see_nothing(
+    both_kinds: dict[str, str], staff_client: Callable[..., Client]
+) -> None:
+    client = staff_client()
     for url in CHANGE_LISTS:
         assert client.get(url).status_code == 403
 
 
-def test_staff_holding_every_permission_still_only_look(both_kinds: dict[str, str]) -> None:
-    client = staff("change_pause", "add_pause", "delete_pause")
+def test_staff_holding_every_permission_still_only_look(
+    both_kinds: dict[str, str], staff_client: Callable[..., Client]
+) -> None:
+    client = staff_client("change_pause", "add_pause", "delete_pause")
     pk = Pause.objects.values_list("pk", flat=True)[0]
     assert client.get(CHANGE_LISTS[1]).status_code == 200  # Django reads change permission as view permission
     assert client.get(reverse("admin:turnstate_app_pause_add")).status_code == 403

@@ -14,15 +14,12 @@ from tests.api_support import (
     UNRESUMABLE,
     checkpoint_url,
     client_for,
-    mint,
     pause_url,
     request_row,
-    users,
 )
+from tests.pause_helpers import mint
 from turnstate_app.api.views import PauseViewSet
 from turnstate_app.models import Pause
-
-__all__ = ["users"]  # the fixture
 
 pytestmark = pytest.mark.django_db
 

@@ -9,30 +9,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from tests.api_support import (
-    CHECKPOINTS,
-    UNRESUMABLE,
-    checkpoint_url,
-    client_for,
-    legacy_request,
-    lose_turn_state,
-    mint,
-    request_row,
-    users,
-    walk,
-)
+from tests.api_support import CHECKPOINTS, UNRESUMABLE, checkpoint_url, request_row, walk
+from tests.pause_helpers import legacy_request, lose_turn_state, mint
 from turnstate_app.models import CheckpointMetadata, UnresumablePause
 from turnstate_app.pauses import resume_pause
 from turnstate_app.ports import ModelCheckpointCommandPort
 
-__all__ = ["users"]
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff(users: dict[str, Any]) -> APIClient:
-    return client_for(users["staff"])
 
 
 def write(key: str, *, thread_id: str = "t", checkpoint_id: str = "c", value: str = "{}") -> None:
@@ -177,7 +160,7 @@ def test_unresumable_lists_the_same_rows_as_the_admin_page(staff: APIClient) -> 
     resume_pause(answered.token, "x")
     lost = mint()
     lose_turn_state(lost)
-    legacy = legacy_request("legacy-thread")
+    legacy = legacy_request(thread_id="legacy-thread")
     rows = walk(staff, f"{UNRESUMABLE}?page_size=1")
     expected = {(row.pk, row.jti, row.reason) for row in UnresumablePause.objects.all()}
     assert {(row["id"], row["jti"], row["reason"]) for row in rows} == expected
@@ -189,7 +172,7 @@ def test_unresumable_lists_the_same_rows_as_the_admin_page(staff: APIClient) -> 
 @pytest.mark.parametrize("rows", [5, 50])
 def test_unresumable_costs_one_query_whatever_the_page_holds(users: dict[str, Any], rows: int) -> None:
     for n in range(rows):
-        legacy_request(f"legacy-{n}")
+        legacy_request(n)
     client = APIClient()
     client.force_authenticate(users["staff"])
     with CaptureQueriesContext(connection) as queries:
@@ -199,7 +182,7 @@ def test_unresumable_costs_one_query_whatever_the_page_holds(users: dict[str, An
 
 
 def test_unresumable_ignores_pause_filters(staff: APIClient) -> None:
-    legacy_request("legacy-thread")
+    legacy_request(thread_id="legacy-thread")
     assert len(staff.get(UNRESUMABLE, {"status": "answered"}).json()["results"]) == 1
 
 

@@ -26,12 +26,11 @@ from tests.api_support import (
     UNRESUMABLE,
     checkpoint_url,
     client_for,
-    ledger_row,
-    mint,
     pause_url,
     snapshot,
-    users,
 )
+from tests.factories import PauseFactory
+from tests.pause_helpers import mint
 from turnstate_app.api import parsers
 from turnstate_app.api.exceptions import turnstate_exception_handler
 from turnstate_app.errors import (
@@ -44,14 +43,7 @@ from turnstate_app.errors import (
 )
 from turnstate_app.models import Pause
 
-__all__ = ["users"]
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff(users: dict[str, Any]) -> APIClient:
-    return client_for(users["staff"])
 
 
 def assert_json_error(response: Any, status: int, code: str | None = None, field: str | None = None) -> None:
@@ -178,7 +170,7 @@ def test_only_json_is_rendered_even_when_html_is_asked_for(staff: APIClient) -> 
     ],
 )
 def test_bad_ids_and_unknown_paths_are_json_404s(staff: APIClient, path: str) -> None:
-    ledger_row()
+    PauseFactory.create()
     for method in ("get", "post", "delete"):
         response = getattr(staff, method)(path)
         assert_json_error(response, 404, "not_found")
@@ -225,7 +217,7 @@ def test_ids_the_routes_accept_but_nothing_has_are_404s(staff: APIClient, path: 
     ],
 )
 def test_bad_query_parameters_are_field_errors(staff: APIClient, url: str, field: str) -> None:
-    ledger_row()
+    PauseFactory.create()
     assert_json_error(staff.get(url), 400, field=field)
 
 
@@ -262,13 +254,13 @@ def position(value: str) -> str:
     ],
 )
 def test_forged_cursors_are_field_errors(staff: APIClient, value: str) -> None:
-    ledger_row()
+    PauseFactory.create()
     for base in (PAUSES, CHECKPOINTS, UNRESUMABLE):
         assert_json_error(staff.get(f"{base}?cursor={value}"), 400, field="cursor")
 
 
 def test_a_well_formed_cursor_at_the_edge_of_time_is_an_empty_page(staff: APIClient) -> None:
-    ledger_row()
+    PauseFactory.create()
     for edge in ("9999-12-31 23:59:59.999999+00:00", "0001-01-01 00:00:00+00:00"):
         for base in (PAUSES, CHECKPOINTS, UNRESUMABLE):
             response = staff.get(base, {"cursor": position(edge)})
@@ -276,7 +268,7 @@ def test_a_well_formed_cursor_at_the_edge_of_time_is_an_empty_page(staff: APICli
 
 
 def test_unicode_and_unknown_query_parameters_are_harmless(staff: APIClient) -> None:
-    ledger_row(thread_id="t")
+    PauseFactory.create(thread_id="t")
     response = staff.get(PAUSES, {"thread_id": "t", "😀": "é", "ordering": "-jti"})
     assert response.status_code == 200 and len(response.json()["results"]) == 1
 

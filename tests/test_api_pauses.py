@@ -12,30 +12,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.api_support import (
-    PAUSES,
-    RESUME,
-    client_for,
-    ledger_row,
-    lose_turn_state,
-    mint,
-    pause_url,
-    snapshot,
-    users,
-    walk,
-)
+from tests.api_support import PAUSES, RESUME, client_for, pause_url, snapshot, walk
+from tests.factories import PauseFactory
+from tests.pause_helpers import lose_turn_state, mint
 from turnstate_app.checkpoints import answer_key
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.turnstate import turn_state_key
 
-__all__ = ["users"]
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff(users: dict[str, Any]) -> APIClient:
-    return client_for(users["staff"])
 
 
 # -- list and detail ----------------------------------------------------------------------
@@ -54,13 +38,13 @@ def test_detail_is_the_ledger_row_without_transcript(users: dict[str, Any]) -> N
 
 
 def test_a_pending_pause_past_its_age_reads_expired(staff: APIClient) -> None:
-    old = ledger_row(expires_at=timezone.now() - timedelta(seconds=1))
+    old = PauseFactory.create(expires_at=timezone.now() - timedelta(seconds=1))
     assert staff.get(pause_url(old.jti)).json()["status"] == "expired"
     assert Pause.objects.get(jti=old.jti).status == "pending"  # reading changes nothing
 
 
 def test_list_is_ordered_by_created_at_then_id(staff: APIClient) -> None:
-    rows = [ledger_row() for _ in range(3)]
+    rows = [PauseFactory.create() for _ in range(3)]
     same_instant = timezone.now()
     Pause.objects.filter(pk__in=[rows[1].pk, rows[2].pk]).update(created_at=same_instant)
     jtis = [row["jti"] for row in staff.get(PAUSES).json()["results"]]
@@ -93,22 +77,22 @@ def test_pause_filters(staff: APIClient, query: str, expected: set[str]) -> None
         "marked": {"status": "expired"},
     }
     for name, fields in pauses.items():
-        ledger_row(jti=name, thread_id=f"t-{name}", run_id=f"r-{name}", **fields)
+        PauseFactory.create(jti=name, thread_id=f"t-{name}", run_id=f"r-{name}", **fields)
     response = staff.get(f"{PAUSES}?{query}")
     assert response.status_code == 200, response.content
     assert {row["jti"] for row in response.json()["results"]} == expected
 
 
 def test_filters_apply_within_what_the_user_may_see(users: dict[str, Any]) -> None:
-    ledger_row(jti="mine", thread_id="t", owner=users["owner"])
-    ledger_row(jti="theirs", thread_id="t", owner=users["other"])
+    PauseFactory.create(jti="mine", thread_id="t", owner=users["owner"])
+    PauseFactory.create(jti="theirs", thread_id="t", owner=users["other"])
     results = client_for(users["owner"]).get(f"{PAUSES}?thread_id=t").json()["results"]
     assert [row["jti"] for row in results] == ["mine"]
 
 
 def test_unicode_ids_filter_exactly(staff: APIClient) -> None:
-    ledger_row(jti="u", thread_id="スレッド-😀")
-    ledger_row(jti="v", thread_id="スレッド-😁")
+    PauseFactory.create(jti="u", thread_id="スレッド-😀")
+    PauseFactory.create(jti="v", thread_id="スレッド-😁")
     results = staff.get(PAUSES, {"thread_id": "スレッド-😀"}).json()["results"]
     assert [row["jti"] for row in results] == ["u"]
 
@@ -117,7 +101,7 @@ def test_unicode_ids_filter_exactly(staff: APIClient) -> None:
 
 
 def test_walking_every_page_while_rows_are_added_has_no_duplicates_or_gaps(staff: APIClient) -> None:
-    before = {ledger_row().jti for _ in range(23)}
+    before = {PauseFactory.create().jti for _ in range(23)}
     added: set[str] = set()
     seen: list[str] = []
     next_url: str | None = f"{PAUSES}?page_size=5"
@@ -126,14 +110,14 @@ def test_walking_every_page_while_rows_are_added_has_no_duplicates_or_gaps(staff
         assert len(page["results"]) <= 5
         seen += [row["jti"] for row in page["results"]]
         if len(added) < 6:
-            added |= {ledger_row().jti, ledger_row().jti}  # land after the cursor
+            added |= {PauseFactory.create().jti, PauseFactory.create().jti}  # land after the cursor
         next_url = page["next"]
     assert len(seen) == len(set(seen)), "duplicates"
     assert set(seen) == before | added, "gaps"
 
 
 def test_pages_walk_back_through_previous(staff: APIClient) -> None:
-    jtis = [ledger_row().jti for _ in range(12)]
+    jtis = [PauseFactory.create().jti for _ in range(12)]
     forward = staff.get(f"{PAUSES}?page_size=5").json()
     forward = staff.get(forward["next"]).json()
     last = staff.get(forward["next"]).json()
@@ -146,7 +130,7 @@ def test_pages_walk_back_through_previous(staff: APIClient) -> None:
 
 
 def test_rows_sharing_a_timestamp_are_neither_repeated_nor_skipped(staff: APIClient) -> None:
-    jtis = {ledger_row().jti for _ in range(13)}
+    jtis = {PauseFactory.create().jti for _ in range(13)}
     Pause.objects.update(created_at=timezone.now())
     seen = [row["jti"] for row in walk(staff, f"{PAUSES}?page_size=4")]
     assert sorted(seen) == sorted(jtis)
@@ -154,7 +138,7 @@ def test_rows_sharing_a_timestamp_are_neither_repeated_nor_skipped(staff: APICli
 
 def test_page_size_default_and_cap(staff: APIClient) -> None:
     for _ in range(3):
-        ledger_row()
+        PauseFactory.create()
     assert len(staff.get(f"{PAUSES}?page_size=2").json()["results"]) == 2
     assert len(staff.get(f"{PAUSES}?page_size=200").json()["results"]) == 3
     assert staff.get(f"{PAUSES}?page_size=201").status_code == 400
@@ -165,7 +149,7 @@ def test_page_size_default_and_cap(staff: APIClient) -> None:
 @pytest.mark.parametrize("rows", [5, 50])
 def test_list_costs_one_query_whatever_the_page_holds(users: dict[str, Any], rows: int) -> None:
     for _ in range(rows):
-        ledger_row(owner=users["owner"])
+        PauseFactory.create(owner=users["owner"])
     for who in ("staff", "owner"):
         client = APIClient()
         client.force_authenticate(users[who])  # no session lookups: only the list's own queries

@@ -11,9 +11,7 @@ import yaml
 from django.core.management import call_command
 from django.urls import reverse
 
-from tests.api_support import API, client_for, users
-
-__all__ = ["users"]
+from tests.api_support import API, client_for
 
 OPERATIONS = {
     ("/api/turnstate/pauses/", "get"): {200, 400, 401, 403, 503},

@@ -32,28 +32,28 @@ class StringDurablePort:
     async def claim_metadata(self, **kwargs: Any) -> None: ...
 
 
-def ids(settings: Any, value: Any) -> list[str]:
-    settings.TURNSTATE = value
+def ids(turnstate_settings: Any, value: Any) -> list[str]:
+    turnstate_settings.replace(value)
     return [str(message.id) for message in check_settings()]
 
 
-def test_defaults_pass(settings: Any) -> None:
-    assert ids(settings, {}) == []
-    del settings.TURNSTATE
+def test_defaults_pass(turnstate_settings: Any) -> None:
+    assert ids(turnstate_settings, {}) == []
+    turnstate_settings.remove()
     assert check_settings() == []
 
 
-def test_e001_not_a_dict(settings: Any) -> None:
-    assert ids(settings, ["PORT"]) == ["turnstate.E001"]
+def test_e001_not_a_dict(turnstate_settings: Any) -> None:
+    assert ids(turnstate_settings, ["PORT"]) == ["turnstate.E001"]
 
 
-def test_w001_unknown_key(settings: Any) -> None:
-    assert ids(settings, {"TOKEN_MAXAGE": 5}) == ["turnstate.W001"]
+def test_w001_unknown_key(turnstate_settings: Any) -> None:
+    assert ids(turnstate_settings, {"TOKEN_MAXAGE": 5}) == ["turnstate.W001"]
 
 
 @pytest.mark.parametrize("path", ["no.such.Module", "turnstate_app.ports.Nope", 42])
-def test_e002_port_unimportable(settings: Any, path: Any) -> None:
-    assert ids(settings, {"PORT": path}) == ["turnstate.E002"]
+def test_e002_port_unimportable(turnstate_settings: Any, path: Any) -> None:
+    assert ids(turnstate_settings, {"PORT": path}) == ["turnstate.E002"]
 
 
 @pytest.mark.parametrize(
@@ -65,52 +65,52 @@ def test_e002_port_unimportable(settings: Any, path: Any) -> None:
         ("tests.test_checks.StringDurablePort", "must be a bool"),
     ],
 )
-def test_e003_port_breaks_the_protocol(settings: Any, path: str, problem: str) -> None:
-    settings.TURNSTATE = {"PORT": path}
+def test_e003_port_breaks_the_protocol(turnstate_settings: Any, path: str, problem: str) -> None:
+    turnstate_settings.replace({"PORT": path})
     [message] = check_settings()
     assert message.id == "turnstate.E003"
     assert problem in message.msg
     assert message.hint
 
 
-def test_e004_volatile_port_while_durability_required(settings: Any) -> None:
+def test_e004_volatile_port_while_durability_required(turnstate_settings: Any) -> None:
     memory = "turnstate_app.ports.InMemoryCheckpointCommandPort"
-    assert ids(settings, {"PORT": memory}) == ["turnstate.E004"]
-    assert ids(settings, {"PORT": memory, "REQUIRE_DURABLE": False}) == []
+    assert ids(turnstate_settings, {"PORT": memory}) == ["turnstate.E004"]
+    assert ids(turnstate_settings, {"PORT": memory, "REQUIRE_DURABLE": False}) == []
 
 
-def test_e005_require_durable_not_bool(settings: Any) -> None:
-    assert ids(settings, {"REQUIRE_DURABLE": "yes"}) == ["turnstate.E005"]
+def test_e005_require_durable_not_bool(turnstate_settings: Any) -> None:
+    assert ids(turnstate_settings, {"REQUIRE_DURABLE": "yes"}) == ["turnstate.E005"]
 
 
 @pytest.mark.parametrize("value", [0, -1, "60", 1.5, True, None])
-def test_e006_bad_token_max_age(settings: Any, value: Any) -> None:
-    assert ids(settings, {"TOKEN_MAX_AGE": value}) == ["turnstate.E006"]
+def test_e006_bad_token_max_age(turnstate_settings: Any, value: Any) -> None:
+    assert ids(turnstate_settings, {"TOKEN_MAX_AGE": value}) == ["turnstate.E006"]
 
 
 @pytest.mark.parametrize("value", [0, -5, "8MB", None])
-def test_e007_bad_max_value_bytes(settings: Any, value: Any) -> None:
-    assert ids(settings, {"MAX_VALUE_BYTES": value}) == ["turnstate.E007"]
+def test_e007_bad_max_value_bytes(turnstate_settings: Any, value: Any) -> None:
+    assert ids(turnstate_settings, {"MAX_VALUE_BYTES": value}) == ["turnstate.E007"]
 
 
-def test_e008_prepared_statements_not_bool(settings: Any) -> None:
-    assert ids(settings, {"PREPARED_STATEMENTS": 1}) == ["turnstate.E008"]
+def test_e008_prepared_statements_not_bool(turnstate_settings: Any) -> None:
+    assert ids(turnstate_settings, {"PREPARED_STATEMENTS": 1}) == ["turnstate.E008"]
 
 
 @pytest.mark.parametrize("path", ["no.such.handler", "turnstate_app.__version__", 3])
-def test_e009_unusable_resume_handler(settings: Any, path: Any) -> None:
-    assert ids(settings, {"RESUME_HANDLER": path}) == ["turnstate.E009"]
+def test_e009_unusable_resume_handler(turnstate_settings: Any, path: Any) -> None:
+    assert ids(turnstate_settings, {"RESUME_HANDLER": path}) == ["turnstate.E009"]
 
 
-def test_a_callable_resume_handler_passes(settings: Any) -> None:
-    assert ids(settings, {"RESUME_HANDLER": "logging.info"}) == []
+def test_a_callable_resume_handler_passes(turnstate_settings: Any) -> None:
+    assert ids(turnstate_settings, {"RESUME_HANDLER": "logging.info"}) == []
 
 
-def test_manage_py_check_reports_by_id(settings: Any) -> None:
-    settings.TURNSTATE = {"PORT": "turnstate_app.ports.InMemoryCheckpointCommandPort"}
+def test_manage_py_check_reports_by_id(turnstate_settings: Any) -> None:
+    turnstate_settings.replace({"PORT": "turnstate_app.ports.InMemoryCheckpointCommandPort"})
     with pytest.raises(SystemCheckError, match=r"turnstate\.E004"):
         call_command("check", stdout=StringIO(), stderr=StringIO())
-    settings.TURNSTATE = {}
+    turnstate_settings.replace({})
     out = StringIO()
     call_command("check", stdout=out)
     assert "no issues" in out.getvalue()

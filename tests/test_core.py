@@ -22,6 +22,7 @@ from turnstate_app.errors import (
     PayloadBindingError,
     TurnStateError,
 )
+from turnstate_app.managers import CLAIM_FIELDS
 from turnstate_app.ports import InMemoryCheckpointCommandPort, ModelCheckpointCommandPort
 from turnstate_app.turnstate import (
     TURN_STATE_KEY_PREFIX,
@@ -30,6 +31,9 @@ from turnstate_app.turnstate import (
     stamped_turn,
     turn_state_key,
 )
+
+IDENTITY = [name for name in CLAIM_FIELDS if name != "jti"]
+"""What a turn carries of its claims: all of them but the mint's own ``jti``."""
 
 
 class CountingPort(InMemoryCheckpointCommandPort):
@@ -178,18 +182,7 @@ async def test_find_folds_only_the_three_absences(
         await store.find(claims)
 
 
-@pytest.mark.parametrize(
-    "field",
-    [
-        "run_id",
-        "session_id",
-        "thread_id",
-        "checkpoint_id",
-        "scope_hash",
-        "tool_call_id",
-        "interrupt_id",
-    ],
-)
+@pytest.mark.parametrize("field", [name for name in IDENTITY if name != "name"])  # the name is not bound
 async def test_another_turns_record_is_a_binding_error(
     memory_port: InMemoryCheckpointCommandPort, field: str
 ) -> None:
@@ -248,16 +241,7 @@ def test_stamped_turn_takes_ids_from_the_claims_only() -> None:
     claims = make_claims()
     guessed = make_turn(claims=make_claims(), prompt="p", messages=[{"a": 1}])
     stamped = stamped_turn(guessed, claims)
-    for field in (
-        "run_id",
-        "session_id",
-        "thread_id",
-        "checkpoint_id",
-        "scope_hash",
-        "tool_call_id",
-        "interrupt_id",
-        "name",
-    ):
+    for field in IDENTITY:
         assert getattr(stamped, field) == getattr(claims, field)
     assert stamped.prompt == "p" and stamped.messages == [{"a": 1}]
 

@@ -8,12 +8,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from tests.factories import UserFactory
+from tests.pause_helpers import MESSAGES, amint, lose_turn_state, lost, mint
 from turnstate_app.checkpoints import answer_key, payload_key
 from turnstate_app.errors import (
     CheckpointFieldError,
@@ -25,9 +26,7 @@ from turnstate_app.errors import (
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus
 from turnstate_app.pauses import (
     ResumedPause,
-    amint_pause,
     aresume_pause,
-    mint_pause,
     pause_answered,
     pause_minted,
     redeliver,
@@ -38,28 +37,6 @@ from turnstate_app.ports import ModelCheckpointCommandPort
 from turnstate_app.turnstate import TurnCheckpoint, turn_state_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-MESSAGES = [
-    {"role": "user", "content": "Book me a flight to Lisbon."},
-    {"role": "assistant", "tool_calls": [{"id": "call-1", "name": "ask_user"}]},
-]
-
-
-def mint(**overrides: Any) -> Any:
-    fields: dict[str, Any] = {
-        "run_id": "run-1",
-        "session_id": "session-1",
-        "thread_id": "thread-1",
-        "checkpoint_id": "cp-1",
-        "scope_hash": "scope-1",
-        "tool_call_id": "call-1",
-        "name": "ask_user",
-        "request": {"question": "Which date?"},
-        "prompt": "Book me a flight to Lisbon.",
-        "messages": MESSAGES,
-    }
-    fields.update(overrides)
-    return mint_pause(**fields)
 
 
 class RequestFailsPort(ModelCheckpointCommandPort):
@@ -92,7 +69,7 @@ def stored(key: str) -> str | None:
 
 
 def test_mint_records_request_turn_state_and_ledger() -> None:
-    minted = mint()
+    minted = mint(1)
     claims = minted.claims
     assert minted.resumable is True
     assert len(claims.jti) >= 32
@@ -106,7 +83,7 @@ def test_mint_records_request_turn_state_and_ledger() -> None:
 
 
 def test_token_carries_the_claims_only() -> None:
-    minted = mint(prompt="SECRET PROMPT", request={"question": "SECRET QUESTION"})
+    minted = mint(1, prompt="SECRET PROMPT", request={"question": "SECRET QUESTION"})
     assert read_token(minted.token) == minted.claims
     from django.core import signing
 
@@ -118,7 +95,7 @@ def test_token_carries_the_claims_only() -> None:
 
 
 def test_each_mint_gets_a_fresh_jti() -> None:
-    assert len({mint().claims.jti for _ in range(20)}) == 20
+    assert len({mint(1).claims.jti for _ in range(20)}) == 20
 
 
 def test_a_failed_record_still_mints_an_answerable_unresumable_pause(
@@ -126,7 +103,7 @@ def test_a_failed_record_still_mints_an_answerable_unresumable_pause(
 ) -> None:
     turnstate_settings["PORT"] = "tests.pause_helpers.TurnStateFailsPort"
     with caplog.at_level(logging.WARNING):
-        minted = mint()
+        minted = mint(1)
     assert minted.resumable is False
     assert minted.claims.jti in caplog.text and "thread-1" in caplog.text
     assert Pause.objects.get(jti=minted.claims.jti).resumable is False
@@ -138,20 +115,20 @@ def test_a_failed_record_still_mints_an_answerable_unresumable_pause(
 def test_a_failed_request_write_mints_nothing(turnstate_settings: dict[str, Any]) -> None:
     turnstate_settings["PORT"] = "tests.test_pauses.RequestFailsPort"
     with pytest.raises(ConnectionError):
-        mint()
+        mint(1)
     assert Pause.objects.count() == 0
 
 
 def test_mint_refuses_what_cannot_be_stored_before_writing() -> None:
     with pytest.raises(CheckpointFieldError, match="request"):
-        mint(request={"when": object()})
+        mint(1, request={"when": object()})
     with pytest.raises(CheckpointFieldError, match="messages"):
-        mint(messages=[{"blob": object()}])
+        mint(1, messages=[{"blob": object()}])
     assert CheckpointMetadata.objects.count() == 0 and Pause.objects.count() == 0
 
 
 def test_interrupt_pauses_use_the_interrupt_key() -> None:
-    minted = mint(tool_call_id=None, interrupt_id="int-7", name=None)
+    minted = mint(1, tool_call_id=None, interrupt_id="int-7", name=None)
     assert Pause.objects.get().request_key == "interrupt_payload:int-7"
     assert resume_pause(minted.token, {"approve": True}).checkpoint is not None
 
@@ -160,7 +137,7 @@ def test_interrupt_pauses_use_the_interrupt_key() -> None:
 
 
 def test_resume_returns_the_recorded_turn_and_stores_the_answer() -> None:
-    minted = mint()
+    minted = mint(1)
     resumed = resume_pause(minted.token, {"date": "2027-05-03", "ok": True})
     assert resumed.claims == minted.claims
     assert resumed.answer == {"date": "2027-05-03", "ok": True}
@@ -171,7 +148,7 @@ def test_resume_returns_the_recorded_turn_and_stores_the_answer() -> None:
 
 
 def test_a_token_is_consumed_once() -> None:
-    minted = mint()
+    minted = mint(1)
     resume_pause(minted.token, "yes")
     with pytest.raises(PauseAlreadyAnsweredError):
         resume_pause(minted.token, "no")
@@ -192,7 +169,7 @@ def test_a_token_is_consumed_once() -> None:
     ],
 )
 def test_bad_tokens_are_binding_errors_and_change_nothing(mangle: Any) -> None:
-    minted = mint()
+    minted = mint(1)
     with pytest.raises(PayloadBindingError):
         resume_pause(mangle(minted.token), "yes")
     assert Pause.objects.get().status == "pending"
@@ -202,7 +179,7 @@ def test_bad_tokens_are_binding_errors_and_change_nothing(mangle: Any) -> None:
 def test_tokens_signed_with_another_key_or_salt_fail(settings: Any) -> None:
     from django.core import signing
 
-    minted = mint()
+    minted = mint(1)
     payload = minted.claims.model_dump(exclude_none=True)
     with pytest.raises(PayloadBindingError):
         resume_pause(signing.dumps(payload, salt="another.salt", compress=True), "x")
@@ -212,21 +189,21 @@ def test_tokens_signed_with_another_key_or_salt_fail(settings: Any) -> None:
 
 
 def test_rotated_secret_keys_still_verify(settings: Any) -> None:
-    minted = mint()
+    minted = mint(1)
     settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
     settings.SECRET_KEY = "a-brand-new-secret-key"
     assert resume_pause(minted.token, "yes").answer == "yes"
 
 
 def test_no_ledger_row_is_not_found() -> None:
-    minted = mint()
+    minted = mint(1)
     Pause.objects.all().delete()
     with pytest.raises(PauseCheckpointNotFoundError):
         resume_pause(minted.token, "yes")
 
 
 def test_expired_pending_pause_becomes_expired_and_answered_stays_answered() -> None:
-    old, answered = mint(), mint(tool_call_id="call-2")
+    old, answered = mint(1), mint(1, tool_call_id="call-2")
     resume_pause(answered.token, "done")
     Pause.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     with pytest.raises(PauseExpiredError):
@@ -239,12 +216,9 @@ def test_expired_pending_pause_becomes_expired_and_answered_stays_answered() -> 
     assert Pause.objects.get(jti=answered.claims.jti).status == "answered"
 
 
-def test_owner_or_staff_may_answer_an_owned_pause() -> None:
-    users = get_user_model().objects
-    owner = users.create_user("owner")
-    other = users.create_user("other")
-    staff = users.create_user("staff", is_staff=True)
-    first, second = mint(owner=owner), mint(owner=owner, tool_call_id="call-2")
+def test_owner_or_staff_may_answer_an_owned_pause(users: dict[str, Any]) -> None:
+    owner, other, staff = users["owner"], users["other"], users["staff"]
+    first, second = mint(1, owner=owner), mint(1, owner=owner, tool_call_id="call-2")
     with pytest.raises(PermissionDenied):
         resume_pause(first.token, "x", user=other)
     assert Pause.objects.get(jti=first.claims.jti).status == "pending"
@@ -253,12 +227,12 @@ def test_owner_or_staff_may_answer_an_owned_pause() -> None:
 
 
 def test_anyone_holding_the_token_may_answer_an_unowned_pause() -> None:
-    someone = get_user_model().objects.create_user("someone")
-    assert resume_pause(mint().token, "x", user=someone).answer == "x"
+    someone = UserFactory.create()
+    assert resume_pause(mint(1).token, "x", user=someone).answer == "x"
 
 
 def test_another_turns_record_is_refused_before_consuming() -> None:
-    minted = mint()
+    minted = mint(1)
     row = CheckpointMetadata.objects.get(key=turn_state_key(minted.claims))
     document = json.loads(row.value)
     document["run_id"] = "someone-elses-run"
@@ -270,7 +244,7 @@ def test_another_turns_record_is_refused_before_consuming() -> None:
 
 
 def test_nothing_stored_is_not_found_and_not_consumed() -> None:
-    minted = mint()
+    minted = mint(1)
     CheckpointMetadata.objects.all().delete()
     with pytest.raises(PauseCheckpointNotFoundError):
         resume_pause(minted.token, "x")
@@ -278,15 +252,14 @@ def test_nothing_stored_is_not_found_and_not_consumed() -> None:
 
 
 def test_lost_turn_state_is_still_answerable() -> None:
-    minted = mint()
-    CheckpointMetadata.objects.filter(key=turn_state_key(minted.claims)).delete()
+    minted = lost(1)
     resumed = resume_pause(minted.token, "x")
     assert resumed.checkpoint is None
 
 
 @pytest.mark.parametrize("answer", [object(), {1j: "x"}, float("nan")])
 def test_answers_that_are_not_json_are_refused(answer: Any) -> None:
-    minted = mint()
+    minted = mint(1)
     with pytest.raises(CheckpointFieldError, match="answer"):
         resume_pause(minted.token, answer)
     assert Pause.objects.get().status == "pending"
@@ -294,14 +267,14 @@ def test_answers_that_are_not_json_are_refused(answer: Any) -> None:
 
 def test_an_oversize_answer_is_refused(turnstate_settings: dict[str, Any]) -> None:
     turnstate_settings["MAX_VALUE_BYTES"] = 4096
-    minted = mint()
+    minted = mint(1)
     with pytest.raises(CheckpointFieldError, match="MAX_VALUE_BYTES"):
         resume_pause(minted.token, "x" * 5000)
     assert Pause.objects.get().status == "pending"
 
 
 def test_a_failed_answer_write_rolls_the_consume_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    minted = mint()
+    minted = mint(1)
 
     def refuse(self: Any, **kwargs: Any) -> None:
         raise ConnectionError("database went away")
@@ -320,22 +293,12 @@ def test_a_failed_answer_write_rolls_the_consume_back(monkeypatch: pytest.Monkey
 async def test_async_twins_interoperate_with_the_sync_ones() -> None:
     from asgiref.sync import sync_to_async
 
-    minted = await amint_pause(
-        run_id="r",
-        session_id="s",
-        thread_id="t",
-        checkpoint_id="c",
-        scope_hash="h",
-        tool_call_id="call-a",
-        request={"q": 1},
-        prompt="p",
-        messages=MESSAGES,
-    )
+    minted = await amint(1, tool_call_id="call-a")
     resumed = await sync_to_async(resume_pause)(minted.token, "sync answer")
     assert resumed.checkpoint is not None
     with pytest.raises(PauseAlreadyAnsweredError):
         await aresume_pause(minted.token, "async answer")
-    other = await sync_to_async(mint)(tool_call_id="call-b")
+    other = await sync_to_async(mint)(1, tool_call_id="call-b")
     assert (await aresume_pause(other.token, "async")).answer == "async"
 
 
@@ -356,7 +319,7 @@ def test_signals_are_sent_once_after_commit() -> None:
     pause_answered.connect(on_answered)
     try:
         with transaction.atomic():
-            minted = mint()
+            minted = mint(1)
             assert minted_events == []  # not before commit
         assert minted_events == [minted]
         with transaction.atomic():
@@ -370,7 +333,7 @@ def test_signals_are_sent_once_after_commit() -> None:
 
 def test_handler_runs_after_commit_and_is_recorded(turnstate_settings: dict[str, Any]) -> None:
     turnstate_settings["RESUME_HANDLER"] = "tests.test_pauses.recording_handler"
-    minted = mint()
+    minted = mint(1)
     with transaction.atomic():
         resume_pause(minted.token, "x")
         assert HANDLED == []
@@ -381,7 +344,7 @@ def test_handler_runs_after_commit_and_is_recorded(turnstate_settings: dict[str,
 
 def test_refused_resumes_never_reach_the_handler(turnstate_settings: dict[str, Any]) -> None:
     turnstate_settings["RESUME_HANDLER"] = "tests.test_pauses.recording_handler"
-    minted = mint()
+    minted = mint(1)
     resume_pause(minted.token, "x")
     with pytest.raises(PauseAlreadyAnsweredError):
         resume_pause(minted.token, "y")
@@ -392,7 +355,7 @@ def test_a_failing_handler_leaves_the_pause_answered_and_redelivery_hands_it_ove
     turnstate_settings: dict[str, Any],
 ) -> None:
     turnstate_settings["RESUME_HANDLER"] = "tests.test_pauses.failing_handler"
-    minted = mint()
+    minted = mint(1)
     resumed = resume_pause(minted.token, {"date": "May 3rd"})
     assert resumed.answer == {"date": "May 3rd"}
     assert Pause.objects.get().status == "answered"
@@ -414,7 +377,7 @@ def test_redeliver_command(turnstate_settings: dict[str, Any]) -> None:
     from django.core.management import CommandError, call_command
 
     turnstate_settings["RESUME_HANDLER"] = "tests.test_pauses.failing_handler"
-    resume_pause(mint().token, "x")
+    resume_pause(mint(1).token, "x")
     turnstate_settings["RESUME_HANDLER"] = "tests.test_pauses.recording_handler"
     out = StringIO()
     call_command("turnstate_redeliver", "--older-than", "3600", stdout=out)
@@ -436,14 +399,14 @@ def data_statements(queries: CaptureQueriesContext) -> list[str]:
 
 def test_statements_per_mint_and_resume() -> None:
     with CaptureQueriesContext(connection) as minting:
-        minted = mint()
+        minted = mint(1)
     assert len(data_statements(minting)) == 3, data_statements(minting)
     with CaptureQueriesContext(connection) as resuming:
         resume_pause(minted.token, "x")
     assert len(data_statements(resuming)) == 4, data_statements(resuming)
 
-    lost = mint(tool_call_id="call-2")
-    CheckpointMetadata.objects.filter(key=turn_state_key(lost.claims)).delete()
+    lost = mint(1, tool_call_id="call-2")
+    lose_turn_state(lost)
     with CaptureQueriesContext(connection) as resuming_lost:
         resume_pause(lost.token, "x")
     assert len(data_statements(resuming_lost)) == 5, data_statements(resuming_lost)
@@ -458,7 +421,7 @@ def test_expiry_follows_the_clock(
 ) -> None:
     """TOKEN_MAX_AGE sets expires_at at mint; a clock moved past it refuses the token."""
     turnstate_settings["TOKEN_MAX_AGE"] = 60
-    minted, other = mint(), mint(tool_call_id="call-2")
+    minted, other = mint(1), mint(1, tool_call_id="call-2")
     pause = Pause.objects.get(jti=minted.claims.jti)
     assert abs((pause.expires_at - pause.created_at) - timedelta(seconds=60)) < timedelta(seconds=2)
     frozen = timezone.now() + timedelta(seconds=59)

@@ -11,32 +11,18 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 from django.db import connection
 
+from tests.pause_helpers import mint
 from tests.processes import race_to_answer, resume_elsewhere
 from turnstate_app.checkpoints import answer_key
 from turnstate_app.models import CheckpointMetadata, Pause
-from turnstate_app.pauses import mint_pause
 from turnstate_app.turnstate import TurnCheckpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SPAWN = multiprocessing.get_context("spawn")
 
 
-def mint(tool_call_id: str = "call-1"):
-    return mint_pause(
-        run_id="run-1",
-        session_id="session-1",
-        thread_id="thread-1",
-        checkpoint_id="cp-1",
-        scope_hash="scope",
-        tool_call_id=tool_call_id,
-        request={"question": "Which date?"},
-        prompt="Book me a flight.",
-        messages=[{"role": "user", "content": "Book me a flight."}],
-    )
-
-
 def test_a_second_process_resumes_and_gets_the_same_checkpoint() -> None:
-    minted = mint()
+    minted = mint(1, messages=[{"role": "user", "content": "Book me a flight."}])
     with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
         result = pool.submit(
             resume_elsewhere, dict(connection.settings_dict), minted.token, "May 3rd"
@@ -51,7 +37,7 @@ def test_a_second_process_resumes_and_gets_the_same_checkpoint() -> None:
 
 
 def test_eight_processes_racing_to_answer_one_pause_have_one_winner() -> None:
-    minted = mint()
+    minted = mint(1)
     barrier = SPAWN.Barrier(8)
     results = SPAWN.Queue()
     racers = [

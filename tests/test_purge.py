@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from tests.factories import UserFactory
 from tests.pause_helpers import age, answered, expire, legacy_request, mint, rows_of
 from turnstate_app.checkpoints import payload_key
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus
@@ -141,8 +142,7 @@ def test_erasing_a_thread_takes_everything_of_it_whatever_its_state() -> None:
 
 
 def test_deleting_a_user_deletes_their_pauses_and_those_pauses_rows() -> None:
-    users = get_user_model().objects
-    gone, stays = users.create_user("gone"), users.create_user("stays")
+    gone, stays = UserFactory.create(username="gone"), UserFactory.create(username="stays")
     theirs = [mint(1, owner=gone), answered(2, owner=gone)]
     shared = mint(3, owner=stays, thread_id="thread-1", tool_call_id="call-1")  # shares pause 1's request
     kept = mint(4, owner=stays)
@@ -156,11 +156,10 @@ def test_deleting_a_user_deletes_their_pauses_and_those_pauses_rows() -> None:
 
 
 def test_deleting_users_in_bulk_erases_them_all() -> None:
-    users = get_user_model().objects
     for n in range(3):
-        mint(n, owner=users.create_user(f"u{n}"))
+        mint(n, owner=UserFactory.create(username=f"u{n}"))
 
-    users.all().delete()
+    get_user_model().objects.all().delete()
 
     assert not Pause.objects.exists()
     assert not CheckpointMetadata.objects.exists()

@@ -17,8 +17,8 @@ from turnstate_app.ports import (
 )
 
 
-def test_defaults_are_the_documented_ones(settings: Any) -> None:
-    del settings.TURNSTATE
+def test_defaults_are_the_documented_ones(turnstate_settings: Any) -> None:
+    turnstate_settings.remove()
     assert conf.PORT == "turnstate_app.ports.ModelCheckpointCommandPort"
     assert conf.REQUIRE_DURABLE is True
     assert conf.TOKEN_MAX_AGE == 7 * 24 * 3600
@@ -39,8 +39,8 @@ def test_conf_follows_overrides(turnstate_settings: dict[str, Any]) -> None:
     assert DEFAULTS["MAX_VALUE_BYTES"] == conf.MAX_VALUE_BYTES
 
 
-def test_default_store_uses_the_model_port(settings: Any) -> None:
-    settings.TURNSTATE = {}
+def test_default_store_uses_the_model_port(turnstate_settings: Any) -> None:
+    turnstate_settings.replace({})
     store = get_default_store()
     assert isinstance(store.commands, ModelCheckpointCommandPort)
     assert get_default_store() is store

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.pause_helpers import legacy_request, mint
+from tests.pause_helpers import legacy_request, lose_turn_state, lost, mint
 from turnstate_app.models import (
     UNRESUMABLE_NO_LEDGER,
     UNRESUMABLE_NO_TURN_STATE,
@@ -19,7 +19,6 @@ from turnstate_app.models import (
 )
 from turnstate_app.pauses import resume_pause
 from turnstate_app.ports import ModelCheckpointCommandPort
-from turnstate_app.turnstate import turn_state_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,9 +50,9 @@ def test_both_kinds_are_listed_and_nothing_else(turnstate_settings: dict[str, An
     answered = mint(2)
     resume_pause(answered.token, "x")
     lost = mint(3)
-    CheckpointMetadata.objects.filter(key=turn_state_key(lost.claims)).delete()
+    lose_turn_state(lost)
     lost_but_answered = mint(4)
-    CheckpointMetadata.objects.filter(key=turn_state_key(lost_but_answered.claims)).delete()
+    lose_turn_state(lost_but_answered)
     resume_pause(lost_but_answered.token, "x")
     turnstate_settings["PORT"] = "tests.pause_helpers.TurnStateFailsPort"
     failed = mint(5)
@@ -73,7 +72,7 @@ def test_a_retried_call_sharing_a_request_key_is_judged_by_its_pending_pause() -
     resume_pause(first.token, "x")
     retry = mint(1)  # same thread, checkpoint and tool call: the same request row
     assert not UnresumablePause.objects.exists()
-    CheckpointMetadata.objects.filter(key=turn_state_key(retry.claims)).delete()
+    lose_turn_state(retry)
     [row] = UnresumablePause.objects.all()
     assert row.jti == retry.claims.jti
 
@@ -82,8 +81,7 @@ def test_a_retried_call_sharing_a_request_key_is_judged_by_its_pending_pause() -
 def test_listing_costs_one_query_whatever_the_rows(rows: int) -> None:
     for n in range(rows):
         legacy_request(n)
-        lost = mint(n)
-        CheckpointMetadata.objects.filter(key=turn_state_key(lost.claims)).delete()
+        lost(n)
     with CaptureQueriesContext(connection) as queries:
         listed = [(row.key, row.jti, row.reason) for row in UnresumablePause.objects.order_by("created_at")]
     assert len(listed) == 2 * rows
