@@ -51,7 +51,7 @@ def rows() -> list[tuple[str, str]]:
 # -- 2. every token a mint issues for documented ids is accepted ---------------------------
 
 
-def widest_ids() -> dict[str, str]:
+def widest_ids() -> dict[str, Any]:
     """255 four-byte characters in every id field, as far as the store's key columns allow.
 
     The request key is ``ask_user_request:<tool_call_id>`` in a 255-character column, so a
