@@ -238,6 +238,23 @@ def isolation_levels() -> list[Any]:
     return []
 
 
+LOCK_WAITERS = {
+    "postgresql": "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+    "mysql": "SELECT count(*) FROM information_schema.processlist WHERE command = 'Query' AND info LIKE 'UPDATE%'",
+}
+
+
+def wait_until_a_statement_waits_on_a_lock(observer: Any, loser: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not loser.done():
+        with observer.cursor() as cursor:
+            cursor.execute(LOCK_WAITERS[observer.vendor])
+            if cursor.fetchone()[0]:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"the loser never waited on the winner's lock: {loser.result()!r}")
+
+
 @pytest.mark.parametrize("level", isolation_levels() or [None], ids=str)
 def test_14_a_loser_waiting_on_the_winners_lock_gets_409(level: Any) -> None:
     if level is None:
@@ -255,7 +272,7 @@ def test_14_a_loser_waiting_on_the_winners_lock_gets_409(level: Any) -> None:
             )
         with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
             loser = pool.submit(answer_and_report, settings_dict, minted.token, "second")
-            time.sleep(1.5)  # the loser reads "pending", then waits on the winner's row lock
+            wait_until_a_statement_waits_on_a_lock(connection, loser)  # the loser read "pending" and queued
             winner.commit()
             outcome = loser.result(timeout=60)
     finally:
