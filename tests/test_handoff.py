@@ -273,3 +273,42 @@ def test_redelivery_of_a_hanging_handler_is_bounded(turnstate_settings: dict[str
     assert (result.delivered, result.running) == (0, 1)
     RELEASE.set()
     wait_until_handed_off(jti)
+
+
+# -- the workers: a fixed few threads, a bounded exit ------------------------------------
+
+
+def test_the_workers_are_a_fixed_few_threads_whatever_the_number_of_hand_offs() -> None:
+    from turnstate_app.pauses.workers import HandoffWorkers
+
+    pool = HandoffWorkers(2)
+    names = [pool.submit(lambda: threading.current_thread().name) for _ in range(20)]
+    try:
+        assert len({future.result(timeout=DEADLINE) for future in names}) <= 2
+        assert len(pool._threads) == 2
+    finally:
+        pool.shutdown(timeout=DEADLINE)
+    assert not any(thread.is_alive() for thread in pool._threads)
+
+
+def test_shutdown_waits_a_bounded_time_and_drops_queued_jobs() -> None:
+    from turnstate_app.pauses.workers import HandoffWorkers
+
+    pool = HandoffWorkers(1)
+    running = threading.Event()
+
+    def hang() -> bool:
+        running.set()
+        return RELEASE.wait(timeout=30)
+
+    hanging = pool.submit(hang)
+    queued = pool.submit(lambda: "never run")
+    assert running.wait(timeout=DEADLINE)
+    started = time.monotonic()
+    pool.shutdown(timeout=0.2)
+    assert time.monotonic() - started < 0.2 + 5
+    assert queued.cancelled() and not hanging.done()
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.submit(lambda: None)
+    RELEASE.set()
+    assert hanging.result(timeout=DEADLINE) is True

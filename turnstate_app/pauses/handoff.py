@@ -97,10 +97,8 @@ def hand_off(resumed: ResumedPause) -> HandOff:
             conf.HANDOFF_TIMEOUT,
         )
         return HandOff.RUNNING
-    except BaseException:  # deliver() catches Exception; this is the handler's SystemExit and kin
-        logger.exception(
-            "RESUME_HANDLER stopped its worker for pause %s; turnstate_redeliver will retry it", jti
-        )
+    except Exception:  # deliver() catches everything; this would be a bug of the workers
+        logger.exception("the hand-off of pause %s failed; turnstate_redeliver will retry it", jti)
         return HandOff.FAILED
 
 
@@ -108,7 +106,7 @@ def deliver(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> bo
     """On a worker: call (and await) the handler, then stamp ``handed_off_at``. True when both did."""
     try:
         call_handler(handler, resumed)
-    except Exception:  # the answer stays answered; redelivery will try again
+    except BaseException:  # even SystemExit: it would only end this worker; redelivery will try again
         logger.exception(
             "RESUME_HANDLER failed for pause %s (thread %s); turnstate_redeliver will retry it",
             resumed.claims.jti,
