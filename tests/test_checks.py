@@ -106,6 +106,16 @@ def test_a_callable_resume_handler_passes(turnstate_settings: Any) -> None:
     assert ids(turnstate_settings, {"RESUME_HANDLER": "logging.info"}) == []
 
 
+@pytest.mark.parametrize("value", [-1, "5", True, None, float("nan"), float("inf")])
+def test_e010_handoff_timeout_not_a_non_negative_number(turnstate_settings: Any, value: Any) -> None:
+    assert ids(turnstate_settings, {"HANDOFF_TIMEOUT": value}) == ["turnstate.E010"]
+
+
+@pytest.mark.parametrize("value", [0, 0.5, 30])
+def test_a_handoff_timeout_in_seconds_passes(turnstate_settings: Any, value: Any) -> None:
+    assert ids(turnstate_settings, {"HANDOFF_TIMEOUT": value}) == []
+
+
 def test_manage_py_check_reports_by_id(turnstate_settings: Any) -> None:
     turnstate_settings.replace({"PORT": "turnstate_app.ports.InMemoryCheckpointCommandPort"})
     with pytest.raises(SystemCheckError, match=r"turnstate\.E004"):

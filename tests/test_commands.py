@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from tests.pause_helpers import age, answered, legacy_request, lost, mint
+from turnstate_app.managers import PauseQuerySet
 from turnstate_app.models import UNRESUMABLE_NO_LEDGER, UNRESUMABLE_NO_TURN_STATE, CheckpointMetadata, Pause
+from turnstate_app.pauses import MintedPause, resume_pause
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +142,66 @@ def test_purge_refuses_bad_input_and_deletes_nothing(args: list[str], message: s
     with pytest.raises(CommandError, match=message):
         run("turnstate_purge", *args)
     assert Pause.objects.count() == 1 and CheckpointMetadata.objects.count() == 3
+
+
+# -- turnstate_expire ---------------------------------------------------------------------
+
+
+def overdue(n: int) -> MintedPause:
+    """A pending pause whose age ended a minute ago, never marked expired."""
+    minted = mint(n)
+    Pause.objects.filter(jti=minted.claims.jti).update(expires_at=timezone.now() - timedelta(minutes=1))
+    return minted
+
+
+def statuses() -> dict[str, str]:
+    return dict(Pause.objects.values_list("jti", "status"))
+
+
+def test_expire_marks_overdue_pending_pauses_in_batches() -> None:
+    late = [overdue(n).claims.jti for n in (1, 2, 3)]
+    waiting = mint(4).claims.jti
+    done = answered(5).claims.jti
+    output = run("turnstate_expire", "--batch-size", "2")
+    assert statuses() == {**dict.fromkeys(late, "expired"), waiting: "pending", done: "answered"}
+    assert "batch 1: expired 2 pause(s)" in output and "batch 2: expired 1 pause(s)" in output
+    assert "expired 3 pause(s) in 2 batch(es)" in output
+    assert "expired 0 pause(s) in 0 batch(es)" in run("turnstate_expire")
+
+
+def test_expire_dry_run_changes_nothing() -> None:
+    late = overdue(1).claims.jti
+    output = run("turnstate_expire", "--dry-run")
+    assert "would expire 1 pause(s) in 1 batch(es) (dry run)" in output
+    assert statuses() == {late: "pending"}
+
+
+def test_an_answer_committed_during_a_batch_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch was read, then the answer committed, then the batch's UPDATE ran."""
+    racing = overdue(1)
+    late = overdue(2).claims.jti
+    real_expire = PauseQuerySet.expire
+    before_expiry = timezone.now() - timedelta(minutes=2)
+    raced: list[str] = []
+
+    def answer_first(self: PauseQuerySet, **kwargs: Any) -> int:
+        if not raced:  # the resume read the clock before the pause's age ended, and commits now
+            raced.append(racing.claims.jti)
+            with monkeypatch.context() as clock:
+                clock.setattr(timezone, "now", lambda: before_expiry)
+                resume_pause(racing.token, "in time")
+        return real_expire(self, **kwargs)
+
+    monkeypatch.setattr(PauseQuerySet, "expire", answer_first)
+    output = run("turnstate_expire")
+    assert raced == [racing.claims.jti]
+    assert statuses() == {racing.claims.jti: "answered", late: "expired"}
+    assert "expired 1 pause(s) in 1 batch(es); 1 changed meanwhile and kept its status" in output
+
+
+@pytest.mark.parametrize("size", ["0", "5001", "x"])
+def test_expire_refuses_a_bad_batch_size(size: str) -> None:
+    late = overdue(1).claims.jti
+    with pytest.raises(CommandError, match="batch"):
+        run("turnstate_expire", "--batch-size", size)
+    assert statuses() == {late: "pending"}

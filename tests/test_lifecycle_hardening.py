@@ -239,8 +239,13 @@ def isolation_levels() -> list[Any]:
 
 
 LOCK_WAITERS = {
-    "postgresql": "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-    "mysql": "SELECT count(*) FROM information_schema.processlist WHERE command = 'Query' AND info LIKE 'UPDATE%'",
+    "postgresql": (
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+    ),
+    "mysql": (
+        "SELECT count(*) FROM information_schema.processlist WHERE command = 'Query' AND info LIKE 'UPDATE%'"
+    ),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any
 
 from django.core.checks import CheckMessage, Error, Warning
@@ -39,6 +40,7 @@ def check_settings(**_: Any) -> list[CheckMessage]:
     messages += _check_flags(raw)
     messages += _check_sizes(raw)
     messages += _check_handler(raw)
+    messages += _check_handoff_timeout(raw)
     return messages
 
 
@@ -151,3 +153,19 @@ def _check_handler(raw: dict[str, Any]) -> list[CheckMessage]:
             )
         ]
     return []
+
+
+def _check_handoff_timeout(raw: dict[str, Any]) -> list[CheckMessage]:
+    if "HANDOFF_TIMEOUT" not in raw:
+        return []
+    value = raw["HANDOFF_TIMEOUT"]
+    if not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value >= 0:
+        return []
+    return [
+        Error(
+            f"TURNSTATE['HANDOFF_TIMEOUT'] must be a number of seconds, zero or more, not {value!r}.",
+            hint="Set HANDOFF_TIMEOUT to how long an answer may wait for RESUME_HANDLER "
+            f"(default {DEFAULTS['HANDOFF_TIMEOUT']}; 0: never wait, the handler runs in the background).",
+            id="turnstate.E010",
+        )
+    ]

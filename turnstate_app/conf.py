@@ -21,6 +21,8 @@ DEFAULTS: dict[str, Any] = {
     "MAX_VALUE_BYTES": 8 * 1024 * 1024,
     # Dotted path of callable(ResumedPause), called after an answer is committed.
     "RESUME_HANDLER": None,
+    # Seconds the one who answered waits, at most, for RESUME_HANDLER; it keeps running after.
+    "HANDOFF_TIMEOUT": 5,
     # Use prepared statements on PostgreSQL (turn off behind a transaction-mode
     # pooler that does not support them).
     "PREPARED_STATEMENTS": True,
@@ -75,6 +77,10 @@ class TurnstateSettings:
     def RESUME_HANDLER(self) -> str | None:  # noqa: N802
         value = self._get("RESUME_HANDLER")
         return None if value is None else str(value)
+
+    @property
+    def HANDOFF_TIMEOUT(self) -> float:  # noqa: N802
+        return float(self._get("HANDOFF_TIMEOUT"))
 
     @property
     def PREPARED_STATEMENTS(self) -> bool:  # noqa: N802

@@ -152,6 +152,10 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         """Marked expired, or still pending past their age at ``now``."""
         return self.in_effective_status(PauseStatus.EXPIRED, now)
 
+    def overdue(self, now: datetime) -> PauseQuerySet:
+        """Still marked pending, though past their age at ``now``: what ``expire`` would change."""
+        return self.filter(Q(status=PauseStatus.PENDING) & _past_age(now))
+
     def settled(self) -> PauseQuerySet:
         """Answered or expired: no token of theirs can be consumed any more."""
         return self.filter(status__in=[PauseStatus.ANSWERED, PauseStatus.EXPIRED])
@@ -206,7 +210,7 @@ class PauseQuerySet(models.QuerySet["Pause"]):
     def expire(self, *, now: datetime, jti: str | None = None) -> int:
         """Pending past its age becomes expired (these pauses, or only ``jti``); how many did."""
         scope = self if jti is None else self.filter(jti=jti)
-        return scope.filter(Q(status=PauseStatus.PENDING) & _past_age(now)).update(status=PauseStatus.EXPIRED)
+        return scope.overdue(now).update(status=PauseStatus.EXPIRED)
 
     def mark_handed_off(self, jti: str, *, now: datetime) -> bool:
         """Record that RESUME_HANDLER accepted the answer; the first stamp stays."""

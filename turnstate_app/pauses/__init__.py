@@ -1,7 +1,8 @@
 """The pause lifecycle: mint a pause, answer it exactly once, hand the turn on."""
 
-from turnstate_app.pauses.handoff import Redelivery, ResumedPause, redeliver
+from turnstate_app.pauses.handoff import ResumedPause
 from turnstate_app.pauses.mint import MintedPause, amint_pause, mint_pause
+from turnstate_app.pauses.redelivery import Redelivery, redeliver
 from turnstate_app.pauses.resume import aresume_pause, resume_pause
 from turnstate_app.pauses.signals import pause_answered, pause_minted
 

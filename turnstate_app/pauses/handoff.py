@@ -1,27 +1,33 @@
-"""Handing an answered pause to ``RESUME_HANDLER``: after commit, at least once.
+"""Handing an answered pause to ``RESUME_HANDLER``: after commit, at least once, never blocking long.
 
-The ledger records when a hand-off succeeded, so a crash or a failing handler after the
-answer committed strands nothing: ``turnstate_redeliver`` hands such pauses over again.
-Handlers must therefore be idempotent.
+The ledger records when a hand-off succeeded, so a crash, a failing handler or a failed
+stamp after the answer committed strands nothing: ``turnstate_redeliver`` hands such
+pauses over again. Handlers must therefore be idempotent.
+
+The handler runs on a hand-off worker (:mod:`turnstate_app.pauses.workers`); the one who
+answered waits for it at most ``HANDOFF_TIMEOUT`` seconds. A handler that takes longer
+keeps running, and its pause is stamped when (if) it returns.
 """
 
 from __future__ import annotations
 
+import enum
+import inspect
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.models import Pause
+from turnstate_app.pauses import workers
 from turnstate_app.pauses.signals import pause_answered
-from turnstate_app.ports import get_default_store
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore
 
 logger = logging.getLogger(__name__)
@@ -39,6 +45,15 @@ class ResumedPause:
     def resumable(self) -> bool:
         """Whether this resume got a turn state to continue from."""
         return self.checkpoint is not None
+
+
+class HandOff(enum.Enum):
+    """How one hand-off ended, as far as the caller waited."""
+
+    NO_HANDLER = "no handler"
+    DELIVERED = "delivered"  # the handler returned and the ledger recorded it
+    FAILED = "failed"  # the handler raised, or its success could not be recorded
+    RUNNING = "running"  # still running after HANDOFF_TIMEOUT; stamped when (if) it returns
 
 
 def resume_handler() -> Callable[[ResumedPause], Any] | None:
@@ -59,22 +74,69 @@ def after_answer(resumed: ResumedPause) -> None:
     hand_off(resumed)
 
 
-def hand_off(resumed: ResumedPause) -> bool:
-    """Call the handler; on success stamp ``handed_off_at``. A failure is logged, not raised."""
+def hand_off(resumed: ResumedPause) -> HandOff:
+    """Give ``resumed`` to the handler on a worker; wait at most ``HANDOFF_TIMEOUT``. Never raises."""
+    jti = resumed.claims.jti
     try:
         handler = resume_handler()
         if handler is None:
-            return False
-        handler(resumed)
-    except Exception:  # the answer stays answered; redelivery will try again
+            return HandOff.NO_HANDLER
+        running = workers.submit(lambda: deliver(handler, resumed))
+    except Exception:
+        logger.exception(
+            "RESUME_HANDLER could not be started for pause %s; turnstate_redeliver will retry it", jti
+        )
+        return HandOff.FAILED
+    try:
+        return HandOff.DELIVERED if running.result(timeout=conf.HANDOFF_TIMEOUT) else HandOff.FAILED
+    except TimeoutError:
+        logger.warning(
+            "RESUME_HANDLER has not returned for pause %s within HANDOFF_TIMEOUT (%ss); it keeps "
+            "running, and the pause is recorded as handed off only if it returns",
+            jti,
+            conf.HANDOFF_TIMEOUT,
+        )
+        return HandOff.RUNNING
+    except Exception:  # deliver() catches everything; this would be a bug of the workers
+        logger.exception("the hand-off of pause %s failed; turnstate_redeliver will retry it", jti)
+        return HandOff.FAILED
+
+
+def deliver(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> bool:
+    """On a worker: call (and await) the handler, then stamp ``handed_off_at``. True when both did."""
+    try:
+        call_handler(handler, resumed)
+    except BaseException:  # even SystemExit: it would only end this worker; redelivery will try again
         logger.exception(
             "RESUME_HANDLER failed for pause %s (thread %s); turnstate_redeliver will retry it",
             resumed.claims.jti,
             resumed.claims.thread_id,
         )
         return False
-    Pause.objects.mark_handed_off(resumed.claims.jti, now=timezone.now())
+    try:
+        Pause.objects.mark_handed_off(resumed.claims.jti, now=timezone.now())
+    except Exception:  # the handler has it; at worst it gets it once more
+        logger.exception(
+            "RESUME_HANDLER accepted pause %s but recording handed_off_at failed; the pause stays in "
+            "awaiting_handoff() and turnstate_redeliver will hand it over again",
+            resumed.claims.jti,
+        )
+        return False
     return True
+
+
+def call_handler(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> None:
+    """Call a plain or ``async def`` handler; whatever awaitable it gives back is awaited too."""
+    if inspect.iscoroutinefunction(handler):
+        async_to_sync(handler)(resumed)
+        return
+    result = handler(resumed)
+    if inspect.isawaitable(result):
+        async_to_sync(_awaited)(result)
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def rebuild_resumed(pause: Pause, store: TurnCheckpointStore) -> ResumedPause:
@@ -83,23 +145,3 @@ def rebuild_resumed(pause: Pause, store: TurnCheckpointStore) -> ResumedPause:
     stored = store.read_answer_sync(claims) if store.wired else None
     answer = None if stored is None else json.loads(stored)
     return ResumedPause(claims=claims, answer=answer, checkpoint=store.find_sync(claims))
-
-
-@dataclass(frozen=True)
-class Redelivery:
-    delivered: int
-    failed: int
-
-
-def redeliver(*, older_than: timedelta = timedelta(0), limit: int | None = None) -> Redelivery:
-    """Hand every answered, never-handed-off pause (answered before ``older_than`` ago) over again."""
-    store = get_default_store()
-    cutoff = timezone.now() - older_than
-    pending = Pause.objects.awaiting_handoff().filter(answered_at__lte=cutoff).order_by("answered_at")
-    delivered = failed = 0
-    for pause in pending[:limit] if limit else pending.iterator():
-        if hand_off(rebuild_resumed(pause, store)):
-            delivered += 1
-        else:
-            failed += 1
-    return Redelivery(delivered=delivered, failed=failed)

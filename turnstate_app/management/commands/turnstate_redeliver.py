@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from turnstate_app.conf import conf
-from turnstate_app.pauses import redeliver
+from turnstate_app.pauses import Redelivery, redeliver
 
 
 def non_negative_seconds(text: str) -> int:
@@ -37,6 +37,19 @@ class Command(BaseCommand):
         if conf.RESUME_HANDLER is None:
             raise CommandError("TURNSTATE['RESUME_HANDLER'] is not set: there is nothing to hand to")
         result = redeliver(older_than=timedelta(seconds=older_than))
-        self.stdout.write(f"redelivered {result.delivered} pause(s); {result.failed} failed again")
-        if result.failed:
-            raise CommandError(f"{result.failed} hand-off(s) failed; see the log")
+        for jti, reason in result.unreadable:
+            self.stderr.write(f"pause {jti} not handed over, its records cannot be read: {reason}")
+        self.stdout.write(summary(result))
+        if result.not_handed_over:
+            raise CommandError(
+                f"{result.not_handed_over} pause(s) not handed over; they stay in awaiting_handoff(). "
+                "See the lines above and the log."
+            )
+
+
+def summary(result: Redelivery) -> str:
+    return (
+        f"redelivered {result.delivered} pause(s); {result.failed} failed again; "
+        f"{len(result.unreadable)} unreadable; {result.running} still running; "
+        f"{result.gone} deleted meanwhile"
+    )

@@ -1,0 +1,75 @@
+"""Expiry for operators: pending pauses past their age become ``expired``, in bounded batches.
+
+Each batch reads at most ``batch_size`` ids (keyset order, by primary key), then changes
+them in ONE conditional UPDATE that re-checks "still pending and past its age": an answer
+committed between the read and the UPDATE wins, and the batch counts it as kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.apps import apps
+from django.db import router
+from django.utils import timezone
+
+from turnstate_app.retention import DEFAULT_BATCH_SIZE
+
+if TYPE_CHECKING:
+    from turnstate_app.models import Pause
+
+
+@dataclass(frozen=True)
+class ExpiryBatch:
+    """One batch: how many overdue pauses it read, and how many of them it marked expired."""
+
+    number: int
+    found: int
+    expired: int
+
+    @property
+    def kept(self) -> int:
+        """Read as overdue, then answered (or expired by an answer attempt) before the UPDATE."""
+        return self.found - self.expired
+
+
+@dataclass(frozen=True)
+class ExpiryResult:
+    expired: int
+    kept: int
+    batches: int
+    dry_run: bool
+
+
+def expire_overdue(
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    dry_run: bool = False,
+    progress: Callable[[ExpiryBatch], None] | None = None,
+    now: datetime | None = None,
+) -> ExpiryResult:
+    """Mark every pending pause past ``expires_at`` (at ``now``) expired; a dry run only counts."""
+    now = timezone.now() if now is None else now
+    ledger: type[Pause] = apps.get_model("turnstate_app", "Pause")
+    pauses = ledger.objects.using(router.db_for_write(ledger))  # the primary: replicas lag
+    expired = kept = batches = 0
+    after = None
+    while True:
+        scope = pauses.overdue(now).order_by("pk")
+        if after is not None:
+            scope = scope.filter(pk__gt=after)
+        ids = list(scope.values_list("pk", flat=True)[:batch_size])
+        if not ids:
+            break
+        after = ids[-1]
+        changed = len(ids) if dry_run else pauses.filter(pk__in=ids).expire(now=now)
+        batches += 1
+        batch = ExpiryBatch(number=batches, found=len(ids), expired=changed)
+        expired += batch.expired
+        kept += batch.kept
+        if progress is not None:
+            progress(batch)
+    return ExpiryResult(expired=expired, kept=kept, batches=batches, dry_run=dry_run)
