@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.db import transaction
-from django.db.models import Exists, F, Model, OuterRef, QuerySet
+from django.db.models import F, Model, QuerySet
 from django.db.models.lookups import In
 
 from turnstate_app.keys import per_mint_keys
@@ -57,7 +57,7 @@ class PurgeResult:
 
 
 Progress = Callable[[PurgeBatch], None]
-Batch = list[tuple[Any, str, str, str, str, bool]]  # pk, jti, thread, checkpoint, request_key, shared
+Batch = list[tuple[Any, str, str, str, str]]  # pk, jti, thread, checkpoint, request_key
 Place = tuple[str, str, str]  # thread_id, checkpoint_id, key
 
 
@@ -101,35 +101,29 @@ def purge_pauses(
     """Delete ``pauses`` with their turn state, answer and request rows, batch by batch.
 
     A request row is kept while a pause outside the purge still points at it: a retried
-    tool call gives two pauses one request row. ``dry_run`` counts exactly what a real run
-    would delete, and deletes nothing. A batch is three reads and two deletes.
+    tool call gives two pauses one request row. "Still points at it" is decided after the
+    batch's rows are locked, so a pause minted meanwhile on the same request key either
+    committed before (and is seen, and its request row kept) or waits for this batch to
+    commit (and then writes its request row anew). ``dry_run`` counts exactly what a real
+    run would delete, and deletes nothing. A batch is three reads and two deletes.
     """
     require_batch_size(batch_size)
     using = write_db(pauses)
     scope = pauses.using(using).order_by("pk")
-    others = (
-        _ledger()
-        .objects.filter(
-            thread_id=OuterRef("thread_id"),
-            checkpoint_id=OuterRef("checkpoint_id"),
-            request_key=OuterRef("request_key"),
-        )
-        .exclude(pk=OuterRef("pk"))
-    )
     tally = Tally(progress)
     last: Any = None
     while True:
         with transaction.atomic(using=using):
             page = scope if last is None else scope.filter(pk__gt=last)
             batch: Batch = list(
-                page.annotate(shared=Exists(others)).values_list(
-                    "pk", "jti", "thread_id", "checkpoint_id", "request_key", "shared"
-                )[:batch_size]
+                page.values_list("pk", "jti", "thread_id", "checkpoint_id", "request_key")[:batch_size]
             )
             if not batch:
                 break
             last = batch[-1][0]
-            rows = rows_of(using, batch, kept=still_shared(scope, batch, dry_run=dry_run))
+            candidates = rows_of(using, batch, lock=not dry_run)
+            kept = still_shared(scope, batch, dry_run=dry_run)  # read after the lock: sees every mint
+            rows = [pk for pk, place in candidates if place not in kept]
             if dry_run:
                 tally.add(len(batch), len(rows))
                 continue
@@ -141,13 +135,8 @@ def purge_pauses(
 
 
 def still_shared(scope: QuerySet[Pause], batch: Batch, *, dry_run: bool) -> set[Place]:
-    """The batch's request rows that a pause outside the purge still points at.
-
-    Only the few pauses the batch query flagged as sharing their request row are looked at.
-    """
-    requests = {(thread, checkpoint, key) for _, _, thread, checkpoint, key, shared in batch if shared}
-    if not requests:
-        return set()
+    """The batch's request rows that a pause outside the purge points at."""
+    requests = {(thread, checkpoint, key) for _, _, thread, checkpoint, key in batch}
     ids = {pk for pk, *_ in batch}
     sharers = [
         (pk, (thread, checkpoint, key))
@@ -168,15 +157,24 @@ def still_shared(scope: QuerySet[Pause], batch: Batch, *, dry_run: bool) -> set[
     return {place for _, place in sharers}
 
 
-def rows_of(using: str, batch: Batch, kept: set[Place]) -> list[Any]:
-    """The primary keys of the batch's store rows: turn state, answer, and unshared requests."""
+def rows_of(using: str, batch: Batch, *, lock: bool) -> list[tuple[Any, Place]]:
+    """The batch's store rows (turn state, answer, request) with their places, locked when ``lock``.
+
+    The lock is what makes the "shared" decision safe: a concurrent mint's request write
+    on one of these rows waits for this transaction, or this read waits for the mint's.
+    """
     wanted: set[Place] = set()
-    for _, jti, thread, checkpoint, request_key, _shared in batch:
+    for _, jti, thread, checkpoint, request_key in batch:
         wanted.update((thread, checkpoint, key) for key in per_mint_keys(jti))
-        if (thread, checkpoint, request_key) not in kept:
-            wanted.add((thread, checkpoint, request_key))
+        wanted.add((thread, checkpoint, request_key))
+    rows = _store().objects.using(using)
+    if lock:
+        rows = rows.select_for_update()
     fields = ("pk", "thread_id", "checkpoint_id", "key")
-    return [pk for pk, *_ in narrowed(_store().objects.using(using), wanted, "key", fields)]
+    return [
+        (pk, (thread, checkpoint, key))
+        for pk, thread, checkpoint, key in narrowed(rows, wanted, "key", fields)
+    ]
 
 
 def narrowed(
