@@ -53,7 +53,8 @@ def test_a_pause_minted_on_the_same_request_key_during_a_purge_keeps_its_request
     assert result.pauses == 1
     [new] = minted
     assert list(Pause.objects.values_list("jti", flat=True)) == [new.claims.jti]
-    assert CheckpointMetadata.objects.filter(thread_id="thread-1", key="ask_user_request:call-retried").exists()
+    request = CheckpointMetadata.objects.filter(thread_id="thread-1", key="ask_user_request:call-retried")
+    assert request.exists()
     resumed = resume_pause(new.token, "still answerable")
     assert resumed.checkpoint is not None
 
