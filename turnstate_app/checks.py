@@ -169,3 +169,34 @@ def _check_handoff_timeout(raw: dict[str, Any]) -> list[CheckMessage]:
             id="turnstate.E010",
         )
     ]
+
+
+def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
+    """MariaDB/MySQL: warn when a value of ``MAX_VALUE_BYTES`` cannot fit the server's packet.
+
+    A database check (``manage.py check --database default``, and ``migrate``): it asks the
+    server, so it runs only when Django lets checks reach the database.
+    """
+    if not databases:
+        return []
+    from django.db import connections, router
+
+    from turnstate_app.models import CheckpointMetadata
+    from turnstate_app.ports.packets import STATEMENT_OVERHEAD, packet_limit
+
+    alias = router.db_for_write(CheckpointMetadata)
+    if alias not in databases or connections[alias].vendor != "mysql":
+        return []
+    limit = packet_limit(connections[alias])
+    worst = 2 * conf.MAX_VALUE_BYTES + STATEMENT_OVERHEAD + 4096
+    if worst <= limit:
+        return []
+    return [
+        Warning(
+            f"TURNSTATE['MAX_VALUE_BYTES'] = {conf.MAX_VALUE_BYTES} does not fit database {alias!r}: "
+            f"a value of that size can take {worst} bytes once escaped, and max_allowed_packet is {limit}.",
+            hint="Raise max_allowed_packet on the server (to at least twice MAX_VALUE_BYTES plus 64 KiB), "
+            "or lower MAX_VALUE_BYTES; until then such values are refused with a field error.",
+            id="turnstate.W002",
+        )
+    ]

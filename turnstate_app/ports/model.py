@@ -24,6 +24,7 @@ from django.utils import timezone
 from turnstate_app.conf import conf
 from turnstate_app.ports.execution import run_statement
 from turnstate_app.ports.limits import require_row_ids, require_write
+from turnstate_app.ports.packets import require_fits_packet
 from turnstate_app.ports.statements import statements_for
 
 _read_primary: ContextVar[bool] = ContextVar("turnstate_read_primary", default=False)
@@ -132,6 +133,8 @@ class ModelCheckpointCommandPort:
         params = (thread_id, checkpoint_id, key, value, task_id, now, now)
         statements = statements_for(alias)
         portable, native = getattr(statements, statement), getattr(statements, f"native_{statement}")
+        if connection.vendor == "mysql":
+            require_fits_packet(connection, native, params)
         if not connection.in_atomic_block:
             return run_statement(connection, portable, native, params)[0]
         # Inside the caller's transaction: a savepoint, so a refused write leaves it usable.
