@@ -18,6 +18,7 @@ from django.db.models.lookups import In
 
 from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
 from turnstate_app.models import CheckpointMetadata, Pause
+from turnstate_app.signals import pauses_purged, thread_erased
 from turnstate_app.turnstate import TURN_STATE_KEY_PREFIX
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ def purge_pauses(
             deleted_rows, _ = CheckpointMetadata.objects.using(using).filter(InArray(F("pk"), rows)).delete()
             ids = [pk for pk, *_ in batch]
             deleted_pauses, _ = Pause.objects.using(using).filter(InArray(F("pk"), ids)).delete()
+            threads = sorted({thread for _, _, thread, *_ in batch})
+            pauses_purged.send(sender=Pause, thread_ids=threads, using=using)
             tally.add(deleted_pauses, deleted_rows)
     return tally.result(dry_run)
 
@@ -245,6 +248,10 @@ def erase_thread(
         dry_run=dry_run,
         on_batch=lambda n: tally.add(0, n),
     )
+    if not dry_run:
+        thread_erased.send(
+            sender=Pause, thread_id=thread_id, using=write_db(Pause.objects.for_thread(thread_id))
+        )
     return tally.result(dry_run)
 
 
