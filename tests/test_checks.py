@@ -123,7 +123,10 @@ def test_readme_lists_exactly_the_ids_the_code_raises() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    sources = [root / "turnstate_app/checks.py", *sorted((root / "turnstate_app/contrib").glob("*/checks.py"))]
+    sources = [
+        root / "turnstate_app/checks.py",
+        *sorted((root / "turnstate_app/contrib").glob("*/checks.py")),
+    ]
     code = {found for path in sources for found in re.findall(r"turnstate\.[EW]\d{3}", path.read_text())}
     readme = set(re.findall(r"turnstate\.[EW]\d{3}", (root / "README.md").read_text()))
     assert code == readme

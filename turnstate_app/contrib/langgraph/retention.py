@@ -32,7 +32,9 @@ def purge_orphaned_checkpoints(sender: Any, thread_ids: list[str], using: str, *
         return
     alias = router.db_for_write(Checkpoint)
     # Most purged threads were never LangGraph's: look before deleting from three tables.
-    stored = set(Checkpoint.objects.using(alias).filter(thread_id__in=gone).values_list("thread_id", flat=True))
+    stored = set(
+        Checkpoint.objects.using(alias).filter(thread_id__in=gone).values_list("thread_id", flat=True)
+    )
     if stored:
         delete_threads(alias, sorted(stored))
 
