@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from pydantic import BaseModel
@@ -44,7 +45,7 @@ def trip_graph(saver: DjangoCheckpointSaver) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-def config(thread_id: str) -> dict[str, Any]:
+def config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 

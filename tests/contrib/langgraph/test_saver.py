@@ -6,7 +6,8 @@ import uuid
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, empty_checkpoint
 from langgraph.checkpoint.serde.types import INTERRUPT
 
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, StrictSerializer
@@ -15,16 +16,16 @@ from turnstate_app.errors import CheckpointFieldError
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def cfg(thread: str, ns: str = "", checkpoint_id: str | None = None) -> dict[str, Any]:
+def cfg(thread: str, ns: str = "", checkpoint_id: str | None = None) -> RunnableConfig:
     conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
     if checkpoint_id:
         conf["checkpoint_id"] = checkpoint_id
     return {"configurable": conf}
 
 
-def put_chain(saver: DjangoCheckpointSaver, thread: str, n: int, ns: str = "") -> list[dict[str, Any]]:
+def put_chain(saver: DjangoCheckpointSaver, thread: str, n: int, ns: str = "") -> list[RunnableConfig]:
     """``n`` checkpoints, each changing channel ``a`` and keeping ``b``, each with one pending write."""
-    stored: list[dict[str, Any]] = []
+    stored: list[RunnableConfig] = []
     parent: str | None = None
     version: str | None = None
     for step in range(n):
@@ -32,7 +33,7 @@ def put_chain(saver: DjangoCheckpointSaver, thread: str, n: int, ns: str = "") -
         checkpoint = empty_checkpoint()
         checkpoint["channel_values"] = {"a": f"a{step}", "b": "b"}
         checkpoint["channel_versions"] = {"a": version, "b": "1"}
-        new_versions = {"a": version, "b": "1"} if step == 0 else {"a": version}
+        new_versions: ChannelVersions = {"a": version, "b": "1"} if step == 0 else {"a": version}
         config = saver.put(
             cfg(thread, ns, parent), checkpoint, {"source": "loop", "step": step}, new_versions
         )
