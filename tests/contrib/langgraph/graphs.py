@@ -62,6 +62,14 @@ class PydanticTripState(BaseModel):
     note: str = ""
 
 
+def _price(state: PydanticTripState) -> dict[str, Any]:
+    # Writes a model instance into the state: that is what the checkpoint then stores.
+    return {
+        "itinerary": Itinerary(city=state.itinerary.city, nights=state.itinerary.nights),
+        "note": "priced",
+    }
+
+
 def _confirm(state: PydanticTripState) -> dict[str, Any]:
     answer = interrupt({"question": f"Confirm {state.itinerary.city}?"})
     # Attribute access: fails if the state came back as plain dicts.
@@ -70,7 +78,39 @@ def _confirm(state: PydanticTripState) -> dict[str, Any]:
 
 def pydantic_graph(saver: DjangoCheckpointSaver) -> Any:
     builder = StateGraph(PydanticTripState)
+    builder.add_node("price", _price)
     builder.add_node("confirm", _confirm)
-    builder.add_edge(START, "confirm")
+    builder.add_edge(START, "price")
+    builder.add_edge("price", "confirm")
     builder.add_edge("confirm", END)
+    return builder.compile(checkpointer=saver)
+
+
+class TranscriptState(TypedDict):
+    messages: list[str]
+
+
+def _speaker(step: int) -> Any:
+    def speak(state: TranscriptState) -> dict[str, Any]:
+        return {"messages": [*state["messages"], f"step {step}: " + "x" * 1000]}
+
+    return speak
+
+
+def _wait(state: TranscriptState) -> dict[str, Any]:
+    answer = interrupt({"question": "Go on?"})
+    return {"messages": [*state["messages"], f"answer: {answer}"]}
+
+
+def transcript_graph(saver: DjangoCheckpointSaver, steps: int = 5) -> Any:
+    """``steps`` nodes, each changing the whole transcript channel, then a pause."""
+    builder = StateGraph(TranscriptState)
+    previous = START
+    for step in range(steps):
+        builder.add_node(f"step{step}", _speaker(step))
+        builder.add_edge(previous, f"step{step}")
+        previous = f"step{step}"
+    builder.add_node("wait", _wait)
+    builder.add_edge(previous, "wait")
+    builder.add_edge("wait", END)
     return builder.compile(checkpointer=saver)

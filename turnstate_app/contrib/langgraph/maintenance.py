@@ -10,7 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from django.db import connections, transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
+from django.db.models.functions import Coalesce, Length
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from turnstate_app.contrib.langgraph import statements
@@ -25,6 +26,15 @@ T = TypeVar("T")
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def stored_bytes(alias: str, thread_id: str) -> int:
+    """What one thread takes in the saver's tables: serialized checkpoints, values and writes."""
+    total = 0
+    for model, column in ((Checkpoint, "checkpoint"), (ChannelBlob, "blob"), (CheckpointWrite, "blob")):
+        found = model._default_manager.using(alias).filter(thread_id=thread_id)
+        total += found.aggregate(n=Coalesce(Sum(Length(column)), 0))["n"]
+    return total
 
 
 def delete_threads(alias: str, thread_ids: Sequence[str]) -> int:
