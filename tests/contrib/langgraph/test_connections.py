@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -32,6 +33,16 @@ def server_connections() -> int | None:
     return int(count)
 
 
+def settled_server_connections(expected: int | None) -> int | None:
+    """The server's count once it has caught up: a backend ends a moment after its client closed."""
+    deadline = time.monotonic() + 5
+    while True:
+        count = server_connections()
+        if count is None or expected is None or count <= expected or time.monotonic() > deadline:
+            return count
+        time.sleep(0.05)
+
+
 def test_twenty_graph_turns_leave_no_extra_connection() -> None:
     opened: list[tuple[Any, str]] = []
 
@@ -54,7 +65,7 @@ def test_twenty_graph_turns_leave_no_extra_connection() -> None:
     assert len(on_other_threads) >= 20
     # ... and every one of them is closed again.
     assert [name for c, name in on_other_threads if c.connection is not None] == []
-    after = server_connections()
+    after = settled_server_connections(before)
     if before is not None:
         assert after is not None and after <= before, (before, after)
     print(
@@ -86,5 +97,42 @@ def test_the_callers_transaction_covers_calls_made_on_its_own_thread() -> None:
     with pytest.raises(RuntimeError), transaction.atomic():
         saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, empty_checkpoint(), {}, {})
         assert Checkpoint.objects.filter(thread_id=thread).count() == 1
+        raise RuntimeError("roll back")
+    assert Checkpoint.objects.filter(thread_id=thread).count() == 0
+
+
+class ThreadRecordingSaver(DjangoCheckpointSaver):
+    """Notes the thread each read and write ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, bool]] = []
+
+    def _note(self, name: str) -> None:
+        self.calls.append((name, threading.current_thread() is threading.main_thread()))
+
+    def get_tuple(self, config: Any) -> Any:
+        self._note("get_tuple")
+        return super().get_tuple(config)
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        self._note("put")
+        return super().put(*args, **kwargs)
+
+
+def test_a_sync_graph_reads_on_the_callers_thread_and_writes_on_langgraphs() -> None:
+    saver = ThreadRecordingSaver()
+    trip_graph(saver).invoke({"transcript": []}, config(f"threads-{uuid.uuid4()}"))
+    assert ("get_tuple", True) in saver.calls
+    assert {on_main for name, on_main in saver.calls if name == "put"} == {False}
+
+
+def test_an_async_graph_under_async_to_sync_writes_inside_the_callers_transaction() -> None:
+    from asgiref.sync import async_to_sync
+
+    thread = f"atomic-async-{uuid.uuid4()}"
+    with pytest.raises(RuntimeError), transaction.atomic():
+        async_to_sync(trip_graph(DjangoCheckpointSaver()).ainvoke)({"transcript": []}, config(thread))
+        assert Checkpoint.objects.filter(thread_id=thread).count() > 1
         raise RuntimeError("roll back")
     assert Checkpoint.objects.filter(thread_id=thread).count() == 0
