@@ -113,15 +113,25 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         self, connection: BaseDatabaseWrapper, found: Sequence[tuple[str, str, Sequence[Any], Checkpoint]]
     ) -> tuple[Any, Any]:
         """One query: the channel values and the pending writes of these checkpoints."""
-        blob_params: list[Any] = []
-        write_params: list[Any] = []
+        versions: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        checkpoints: dict[tuple[str, str], list[str]] = {}
         for thread_id, ns_key, row, body in found:
-            for channel, version in body["channel_versions"].items():
-                blob_params += [thread_id, ns_key, channel, str(version)]
-            write_params += [thread_id, ns_key, row[1]]
-        sql = statements.get_values(connection.alias, len(blob_params) // 4, len(write_params) // 3)
+            space = (thread_id, ns_key)
+            versions.setdefault(space, set()).update(
+                (channel, str(version)) for channel, version in body["channel_versions"].items()
+            )
+            checkpoints.setdefault(space, []).append(row[1])
+        blob_groups, write_groups, params = [], [], []
+        for space, pairs in versions.items():
+            if pairs:
+                blob_groups.append(len(pairs))
+                params += [*space, *(part for pair in sorted(pairs) for part in pair)]
+        for space, ids in checkpoints.items():
+            write_groups.append(len(ids))
+            params += [*space, *ids]
+        sql = statements.get_values(connection.alias, tuple(blob_groups), tuple(write_groups))
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*blob_params, *write_params])
+            cursor.execute(sql, params)
             return split_values(cursor.fetchall())
 
     def list(

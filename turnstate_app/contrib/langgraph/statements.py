@@ -9,7 +9,7 @@ writes is one ``UNION ALL``. Values only ever travel as parameters.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 from django.db import connections
 from django.db.models import Field, Model
@@ -148,29 +148,39 @@ def get_checkpoint(alias: str, *, by_id: bool) -> str:
     return f"{select} {where} ORDER BY {t.col('checkpoint_id')} DESC LIMIT 1"
 
 
-@cache
-def get_values(alias: str, blob_places: int, write_places: int) -> str:
-    """Channel values at (thread, ns, channel, version) places and writes at (thread, ns, checkpoint) places.
+@lru_cache(maxsize=512)
+def get_values(alias: str, blob_groups: tuple[int, ...], write_groups: tuple[int, ...]) -> str:
+    """Channel values and pending writes, grouped by (thread, namespace), in one ``UNION ALL``.
 
-    Rows: ``(0, thread, ns_hash, channel, version, type, blob, NULL, NULL, NULL)`` for values,
-    ``(1, thread, ns_hash, channel, checkpoint_id, type, blob, task_id, task_path, idx)`` for writes.
+    ``blob_groups``: for each (thread, namespace), how many (channel, version) pairs follow its
+    two parameters; ``write_groups``: how many checkpoint ids. Spelt as equalities on the
+    unique index's leading columns (not row-value ``IN``, which SQLite would answer with a
+    scan). Rows: ``(0, thread, ns_hash, channel, version, type, blob, NULL, NULL, NULL)`` for
+    values, ``(1, thread, ns_hash, channel, checkpoint_id, type, blob, task_id, task_path, idx)``
+    for writes.
     """
     _, blobs, writes = _models()
     b, w = _Table(alias, blobs), _Table(alias, writes)
     parts = []
-    if blob_places:
-        places = ", ".join(["(%s, %s, %s, %s)"] * blob_places)
+    if blob_groups:
+        pair = f"({b.col('channel')} = %s AND {b.col('version')} = %s)"
+        where = " OR ".join(
+            f"({b.col('thread_id')} = %s AND {b.col('ns_hash')} = %s AND ({' OR '.join([pair] * n)}))"
+            for n in blob_groups
+        )
         parts.append(
             f"SELECT 0, {b.cols(('thread_id', 'ns_hash', 'channel', 'version', 'type', 'blob'))}, "
-            f"NULL, NULL, NULL FROM {b.name} "
-            f"WHERE ({b.cols(('thread_id', 'ns_hash', 'channel', 'version'))}) IN ({places})"
+            f"NULL, NULL, NULL FROM {b.name} WHERE {where}"
         )
-    if write_places:
-        places = ", ".join(["(%s, %s, %s)"] * write_places)
+    if write_groups:
+        where = " OR ".join(
+            f"({w.col('thread_id')} = %s AND {w.col('ns_hash')} = %s AND "
+            f"{w.col('checkpoint_id')} IN ({', '.join(['%s'] * n)}))"
+            for n in write_groups
+        )
         parts.append(
             f"SELECT 1, {w.cols(('thread_id', 'ns_hash', 'channel', 'checkpoint_id', 'type', 'blob'))}, "
-            f"{w.cols(('task_id', 'task_path', 'idx'))} FROM {w.name} "
-            f"WHERE ({w.cols(('thread_id', 'ns_hash', 'checkpoint_id'))}) IN ({places})"
+            f"{w.cols(('task_id', 'task_path', 'idx'))} FROM {w.name} WHERE {where}"
         )
     return " UNION ALL ".join(parts)
 
