@@ -23,7 +23,12 @@ def cfg(thread: str, ns: str = "", checkpoint_id: str | None = None) -> Runnable
     return {"configurable": conf}
 
 
-def put_chain(saver: DjangoCheckpointSaver, thread: str, n: int, ns: str = "") -> list[RunnableConfig]:
+BIG = "b" * 10_000  # kept in a row of its own, not inside the checkpoint's
+
+
+def put_chain(
+    saver: DjangoCheckpointSaver, thread: str, n: int, ns: str = "", b: str = "b"
+) -> list[RunnableConfig]:
     """``n`` checkpoints, each changing channel ``a`` and keeping ``b``, each with one pending write."""
     stored: list[RunnableConfig] = []
     parent: str | None = None
@@ -31,7 +36,7 @@ def put_chain(saver: DjangoCheckpointSaver, thread: str, n: int, ns: str = "") -
     for step in range(n):
         version = saver.get_next_version(version, None)
         checkpoint = empty_checkpoint()
-        checkpoint["channel_values"] = {"a": f"a{step}", "b": "b"}
+        checkpoint["channel_values"] = {"a": f"a{step}", "b": b}
         checkpoint["channel_versions"] = {"a": version, "b": "1"}
         new_versions: ChannelVersions = {"a": version, "b": "1"} if step == 0 else {"a": version}
         config = saver.put(
@@ -43,30 +48,33 @@ def put_chain(saver: DjangoCheckpointSaver, thread: str, n: int, ns: str = "") -
     return stored
 
 
-def test_get_tuple_costs_at_most_two_queries(django_assert_max_num_queries: Any) -> None:
-    saver = DjangoCheckpointSaver()
-    thread = f"t-{uuid.uuid4()}"
-    put_chain(saver, thread, 3)
-    with django_assert_max_num_queries(2):
-        found = saver.get_tuple(cfg(thread))
-    assert found is not None
-    assert found.checkpoint["channel_values"] == {"a": "a2", "b": "b"}
-    assert found.pending_writes == [("task-2", "w", 2)]
-
-
-@pytest.mark.parametrize(("n", "queries"), [(5, 2), (230, 4)])
-def test_list_costs_one_query_plus_one_per_hundred(
-    django_assert_max_num_queries: Any, n: int, queries: int
+@pytest.mark.parametrize(("b", "queries"), [("b", 1), (BIG, 2)], ids=["inline", "out-of-row"])
+def test_get_tuple_costs_one_query_and_one_more_for_large_values(
+    django_assert_max_num_queries: Any, b: str, queries: int
 ) -> None:
     saver = DjangoCheckpointSaver()
     thread = f"t-{uuid.uuid4()}"
-    put_chain(saver, thread, n)
+    put_chain(saver, thread, 3, b=b)
+    with django_assert_max_num_queries(queries):
+        found = saver.get_tuple(cfg(thread))
+    assert found is not None
+    assert found.checkpoint["channel_values"] == {"a": "a2", "b": b}
+    assert found.pending_writes == [("task-2", "w", 2)]
+
+
+@pytest.mark.parametrize(("n", "b", "queries"), [(5, "b", 1), (230, "b", 1), (5, BIG, 2), (230, BIG, 4)])
+def test_list_costs_one_query_and_one_per_hundred_with_large_values(
+    django_assert_max_num_queries: Any, n: int, b: str, queries: int
+) -> None:
+    saver = DjangoCheckpointSaver()
+    thread = f"t-{uuid.uuid4()}"
+    put_chain(saver, thread, n, b=b)
     with django_assert_max_num_queries(queries):
         listed = list(saver.list(cfg(thread)))
     assert len(listed) == n
     assert [t.metadata["step"] for t in listed] == list(range(n - 1, -1, -1))
-    assert all(t.checkpoint["channel_values"]["b"] == "b" for t in listed)
-    assert listed[-1].pending_writes == [("task-0", "w", 0)]
+    assert all(t.checkpoint["channel_values"]["b"] == b for t in listed)
+    assert [t.pending_writes for t in listed[-2:]] == [[("task-1", "w", 1)], [("task-0", "w", 0)]]
 
 
 def test_ids_are_exact_on_every_database() -> None:

@@ -35,7 +35,10 @@ def gadget(module: str, name: str, *args: Any) -> bytes:
     )
 
 
-def stored_thread(saver: DjangoCheckpointSaver, value: Any = "fine") -> tuple[str, RunnableConfig]:
+BIG = "a transcript too long to travel inside the checkpoint's row " * 100  # > INLINE_MAX
+
+
+def stored_thread(saver: DjangoCheckpointSaver, value: Any = BIG) -> tuple[str, RunnableConfig]:
     thread = f"serde-{uuid.uuid4()}"
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"messages": value}
@@ -53,17 +56,22 @@ def test_the_default_serializer_is_strict() -> None:
     assert serde._allowed_msgpack_modules not in (True, None)
 
 
-@pytest.mark.parametrize("table", ["value", "write", "checkpoint"])
+@pytest.mark.parametrize("table", ["value", "inline value", "write", "checkpoint"])
 def test_a_constructor_gadget_is_refused_and_nothing_runs(
     table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     saver = DjangoCheckpointSaver()
     victim, stored = stored_thread(saver)
-    bystander, _ = stored_thread(saver, "the bystander's transcript")
+    bystander, _ = stored_thread(saver, "the bystander's transcript " + BIG)
     marker = tmp_path / "pwned"
     for payload in (gadget("builtins", "print", "PWNED"), gadget("os", "system", f"touch {marker}")):
         if table == "value":
             ChannelBlob.objects.filter(thread_id=victim).update(type="msgpack", blob=payload)
+        elif table == "inline value":
+            body = {**empty_checkpoint(), "channel_versions": {"messages": "1"}}
+            body["channel_values"] = {"messages": ["msgpack", payload]}
+            type_, blob = StrictSerializer().dumps_typed(body)
+            Checkpoint.objects.filter(thread_id=victim).update(type=type_, checkpoint=blob)
         elif table == "write":
             CheckpointWrite.objects.filter(thread_id=victim).update(type="msgpack", blob=payload)
         else:
@@ -78,15 +86,14 @@ def test_a_constructor_gadget_is_refused_and_nothing_runs(
     assert "PWNED" not in capsys.readouterr().out
     # The other thread is untouched and still reads back its own data only.
     found = saver.get_tuple({"configurable": {"thread_id": bystander, "checkpoint_ns": ""}})
-    assert found is not None and found.checkpoint["channel_values"] == {
-        "messages": "the bystander's transcript"
-    }
+    assert found is not None
+    assert found.checkpoint["channel_values"] == {"messages": "the bystander's transcript " + BIG}
 
 
 def test_a_corrupt_blob_is_a_clear_error_and_never_another_rows_data() -> None:
     saver = DjangoCheckpointSaver()
-    victim, stored = stored_thread(saver, "victim's")
-    stored_thread(saver, "someone else's")
+    victim, stored = stored_thread(saver, "victim's" + BIG)
+    stored_thread(saver, "someone else's" + BIG)
     ChannelBlob.objects.filter(thread_id=victim).update(blob=b"\xc1\xc1 not msgpack")
     with pytest.raises(
         UnreadableCheckpointError, match=rf"channel 'messages' of thread '{victim}'"

@@ -8,6 +8,7 @@ outside strict mode, and would poison the caller's transaction on PostgreSQL.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Any
 
 from turnstate_app.errors import CheckpointFieldError
@@ -18,6 +19,7 @@ SHORT_ID_MAX_LENGTH = 64  # checkpoint ids, task ids, versions: LangGraph's are 
 HASH_LENGTH = 64  # hex SHA-256
 
 
+@lru_cache(maxsize=4096)
 def ns_hash(checkpoint_ns: str) -> str:
     """The key of a namespace: SHA-256 of its UTF-8 bytes, in hex."""
     return hashlib.sha256(checkpoint_ns.encode("utf-8")).hexdigest()

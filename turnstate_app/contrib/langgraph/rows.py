@@ -18,6 +18,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 
 EMPTY = "empty"  # a channel with a version but no value (LangGraph's own savers store the same)
+INLINE_MAX = 4096  # serialized bytes up to which a channel value is kept inside the checkpoint's own row
 
 # (thread_id, ns_hash, channel, version) -> (type, blob); (thread_id, ns_hash, checkpoint_id) -> writes
 BlobMap = dict[tuple[str, str, str, str], tuple[str, bytes | None]]
@@ -81,25 +82,28 @@ def build_tuple(
     ns: str,
     ns_key: str,
     row: Sequence[Any],
-    body: Checkpoint,
+    body: dict[str, Any],
     blobs: BlobMap,
     writes: WriteMap,
 ) -> CheckpointTuple:
     """A :class:`CheckpointTuple` from a checkpoint row, its decoded body and the values fetched for it."""
     _ns, checkpoint_id, parent_id, _type, _blob, metadata = row
     where = f"thread {thread_id!r}, checkpoint {checkpoint_id!r}"
+    inline = body.get("channel_values") or {}
     values: dict[str, Any] = {}
     for channel, version in body["channel_versions"].items():
-        found = blobs.get((thread_id, ns_key, channel, str(version)))
+        found = inline.get(channel)
+        if found is None:
+            found = blobs.get((thread_id, ns_key, channel, str(version)))
         if found is not None and found[0] != EMPTY:
             values[channel] = loads(serde, found[0], found[1], what=f"channel {channel!r} of {where}")
-    body["channel_values"] = values
+    checkpoint = {**body, "channel_values": values}
     pending = sorted(
         writes.get((thread_id, ns_key, checkpoint_id), []), key=lambda w: writes_sort_key(w[0], w[1], w[2])
     )
     return CheckpointTuple(
         config=config_of(thread_id, ns, checkpoint_id),
-        checkpoint=body,
+        checkpoint=checkpoint,  # type: ignore[arg-type]
         metadata=load_json(metadata),  # type: ignore[arg-type]
         parent_config=config_of(thread_id, ns, parent_id) if parent_id else None,
         pending_writes=[
@@ -113,11 +117,52 @@ def build_tuple(
     )
 
 
-def decode_body(serde: SerializerProtocol, thread_id: str, row: Sequence[Any]) -> Checkpoint:
+def decode_body(serde: SerializerProtocol, thread_id: str, row: Sequence[Any]) -> dict[str, Any]:
+    """The checkpoint without its channel values (``channel_values``: the inline ones, serialized)."""
     _ns, checkpoint_id, _parent, type_, blob, _metadata = row
     body = loads(serde, type_, blob, what=f"checkpoint {checkpoint_id!r} of thread {thread_id!r}")
     if not isinstance(body, dict) or not isinstance(body.get("channel_versions"), dict):
         raise UnreadableCheckpointError(
             f"checkpoint {checkpoint_id!r} of thread {thread_id!r} cannot be read: not a checkpoint"
         )
-    return body  # type: ignore[return-value]
+    return body
+
+
+def stored_elsewhere(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (channel, version) pairs of this checkpoint whose values live in the value table."""
+    inline = body.get("channel_values") or {}
+    return [
+        (channel, str(version))
+        for channel, version in body["channel_versions"].items()
+        if channel not in inline
+    ]
+
+
+def split_body(
+    serde: SerializerProtocol, checkpoint: Checkpoint, new_versions: dict[str, Any]
+) -> tuple[tuple[str, bytes], list[tuple[str, str, str | None, bytes | None]]]:
+    """The serialized body (small values inline) and the value rows (channel, version, type, blob) to store.
+
+    A value of at most ``INLINE_MAX`` serialized bytes travels inside the body: one row for
+    the whole checkpoint. A larger one gets a row of its own when its channel changed, and is
+    shared from then on by every checkpoint that keeps that version. Whether a value is inline
+    depends on the value alone, so an unchanged channel is found where it was first put.
+    """
+    versions = checkpoint["channel_versions"]
+    values = checkpoint["channel_values"]
+    inline: dict[str, list[Any]] = {}
+    rows: list[tuple[str, str, str | None, bytes | None]] = []
+    for channel, value in values.items():
+        if channel not in versions:
+            continue
+        type_, data = serde.dumps_typed(value)
+        if len(data) <= INLINE_MAX:
+            inline[channel] = [type_, data]
+        elif channel in new_versions:
+            rows.append((channel, str(new_versions[channel]), type_, data))
+    for channel, version in new_versions.items():
+        if channel not in values:
+            rows.append((channel, str(version), EMPTY, None))
+    body = {key: value for key, value in checkpoint.items() if key != "channel_values"}
+    body["channel_values"] = inline
+    return serde.dumps_typed(body), rows

@@ -2,9 +2,10 @@
 
 It runs in the database the router picks for its models (or ``using``), through
 Django's connection for the calling thread: no second pool, Django's transactions,
-query logging and error translation apply. ``get_tuple`` costs two queries, ``put``
-two statements, ``put_writes`` one, ``list`` one query for the checkpoints and one
-per hundred of them for their values and writes.
+query logging and error translation apply. ``get_tuple`` is one query (plus one
+for values too large to travel inside the checkpoint's row), ``put`` and ``put_writes``
+one statement each (``put`` two in a transaction on SQLite and MariaDB when large values
+change), ``list`` one query plus one per hundred checkpoints with large values.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import router, transaction
+from django.db import router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 from django.db.models.fields.json import KeyTransform
@@ -35,6 +36,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from turnstate_app.contrib.langgraph import maintenance, statements
 from turnstate_app.contrib.langgraph.connections import borrowed
+from turnstate_app.contrib.langgraph.execution import execute, run_writes
 from turnstate_app.contrib.langgraph.keys import (
     NAME_MAX_LENGTH,
     SHORT_ID_MAX_LENGTH,
@@ -46,10 +48,11 @@ from turnstate_app.contrib.langgraph.keys import (
     version_of,
 )
 from turnstate_app.contrib.langgraph.rows import (
-    EMPTY,
     build_tuple,
     decode_body,
+    split_body,
     split_values,
+    stored_elsewhere,
     write_rows,
 )
 from turnstate_app.contrib.langgraph.serde import default_serde
@@ -95,44 +98,63 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         ns_key = ns_hash(ns)
         checkpoint_id = get_checkpoint_id(config)
         alias = self._read_alias()
-        with borrowed(alias, keep=keep) as connection, connection.cursor() as cursor:
-            if checkpoint_id:
-                cursor.execute(
-                    statements.get_checkpoint(alias, by_id=True), (thread_id, ns_key, checkpoint_id)
-                )
-            else:
-                cursor.execute(statements.get_checkpoint(alias, by_id=False), (thread_id, ns_key))
-            row = cursor.fetchone()
-            if row is None:
+        if checkpoint_id:
+            sql = statements.get_checkpoint(alias, by_id=True)
+            params: tuple[Any, ...] = (thread_id, ns_key, checkpoint_id, thread_id, ns_key)
+        else:
+            sql = statements.get_checkpoint(alias, by_id=False)
+            params = (thread_id, ns_key, thread_id, ns_key)
+        with borrowed(alias, keep=keep) as connection:
+            found = execute(connection, sql, params).fetchall()
+            if not found:
                 return None
+            row = found[0][:6]
             body = decode_body(self.serde, thread_id, row)
-            blobs, writes = self._values(connection, [(thread_id, ns_key, row, body)])
-        return build_tuple(self.serde, thread_id, ns, ns_key, row, body, blobs, writes)
+            blobs = self._blobs(connection, [(thread_id, ns_key, body)])
+        writes = [
+            (path or "", task_id, int(idx), channel, type_, blob)
+            for *_, task_id, path, idx, channel, type_, blob in found
+            if task_id is not None
+        ]
+        return build_tuple(
+            self.serde, thread_id, ns, ns_key, row, body, blobs, {(thread_id, ns_key, row[1]): writes}
+        )
+
+    def _blobs(
+        self, connection: BaseDatabaseWrapper, found: Sequence[tuple[str, str, dict[str, Any]]]
+    ) -> Any:
+        """The values these checkpoints keep outside their own row (none: no query)."""
+        blobs, _ = self._values(connection, [(t, n, None, body) for t, n, body in found], with_writes=False)
+        return blobs
 
     def _values(
-        self, connection: BaseDatabaseWrapper, found: Sequence[tuple[str, str, Sequence[Any], Checkpoint]]
+        self,
+        connection: BaseDatabaseWrapper,
+        found: Sequence[tuple[str, str, Sequence[Any] | None, dict[str, Any]]],
+        *,
+        with_writes: bool = True,
     ) -> tuple[Any, Any]:
-        """One query: the channel values and the pending writes of these checkpoints."""
+        """One query: the out-of-row channel values and (``with_writes``) the pending writes."""
         versions: dict[tuple[str, str], set[tuple[str, str]]] = {}
         checkpoints: dict[tuple[str, str], list[str]] = {}
         for thread_id, ns_key, row, body in found:
             space = (thread_id, ns_key)
-            versions.setdefault(space, set()).update(
-                (channel, str(version)) for channel, version in body["channel_versions"].items()
-            )
-            checkpoints.setdefault(space, []).append(row[1])
-        blob_groups, write_groups, params = [], [], []
-        for space, pairs in versions.items():
+            pairs = stored_elsewhere(body)
             if pairs:
-                blob_groups.append(len(pairs))
-                params += [*space, *(part for pair in sorted(pairs) for part in pair)]
+                versions.setdefault(space, set()).update(pairs)
+            if with_writes and row is not None:
+                checkpoints.setdefault(space, []).append(row[1])
+        if not versions and not checkpoints:
+            return {}, {}
+        blob_groups, write_groups, params = [], [], []
+        for space, wanted in versions.items():
+            blob_groups.append(len(wanted))
+            params += [*space, *(part for pair in sorted(wanted) for part in pair)]
         for space, ids in checkpoints.items():
             write_groups.append(len(ids))
             params += [*space, *ids]
         sql = statements.get_values(connection.alias, tuple(blob_groups), tuple(write_groups))
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return split_values(cursor.fetchall())
+        return split_values(execute(connection, sql, params).fetchall())
 
     def list(
         self,
@@ -154,38 +176,80 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         keep: bool,
     ) -> builtins.list[CheckpointTuple]:
         alias = self._read_alias()
+        conf = config["configurable"] if config is not None else {}
+        thread_id = thread_id_of(conf["thread_id"]) if conf.get("thread_id") is not None else None
+        ns_key = ns_hash(namespace_of(conf["checkpoint_ns"])) if "checkpoint_ns" in conf else None
+        checkpoint_id = get_checkpoint_id(config) if config is not None else None
+        before_id = get_checkpoint_id(before) if before is not None else None
+        results: builtins.list[CheckpointTuple] = []
+        with borrowed(alias, keep=keep) as connection:
+            writes: dict[tuple[str, str, str], builtins.list[Any]] = {}
+            if filter:
+                fetched = self._filtered(alias, thread_id, ns_key, checkpoint_id, before_id, filter, limit)
+                for start in range(0, len(fetched), PAGE):
+                    no_values: dict[str, Any] = {"channel_versions": {}}
+                    part = [(t, n, row, no_values) for t, n, *row in fetched[start : start + PAGE]]
+                    writes.update(self._values(connection, part)[1])
+            else:
+                sql = statements.list_checkpoints(
+                    alias,
+                    thread=thread_id is not None,
+                    ns=ns_key is not None,
+                    checkpoint_id=bool(checkpoint_id),
+                    before=bool(before_id),
+                    limit=limit is not None,
+                )
+                given = (thread_id, ns_key, checkpoint_id or None, before_id or None)
+                params = [p for p in given if p is not None] + ([max(limit, 0)] if limit is not None else [])
+                fetched = []
+                for thread, space, *columns in execute(connection, sql, params).fetchall():
+                    row, (task_id, path, idx, channel, type_, blob) = columns[:6], columns[6:]
+                    place = (thread, space, row[1])
+                    if place not in writes:
+                        writes[place] = []
+                        fetched.append((thread, space, *row))
+                    if task_id is not None:
+                        writes[place].append((path or "", task_id, int(idx), channel, type_, blob))
+            for start in range(0, len(fetched), PAGE):
+                page = [
+                    (thread, space, row, decode_body(self.serde, thread, row))
+                    for thread, space, *row in fetched[start : start + PAGE]
+                ]
+                blobs = self._blobs(connection, [(thread, space, body) for thread, space, _, body in page])
+                results += [
+                    build_tuple(self.serde, thread, row[0], space, row, body, blobs, writes)
+                    for thread, space, row, body in page
+                ]
+        return results
+
+    def _filtered(
+        self,
+        alias: str,
+        thread_id: str | None,
+        ns_key: str | None,
+        checkpoint_id: str | None,
+        before_id: str | None,
+        filter: dict[str, Any],
+        limit: int | None,
+    ) -> builtins.list[Any]:
+        """The rows of a ``list`` with a metadata filter, through the ORM (JSON lookups per vendor)."""
         rows = _model().objects.using(alias).all()
-        if config is not None:
-            conf = config["configurable"]
-            if conf.get("thread_id") is not None:
-                rows = rows.filter(thread_id=thread_id_of(conf["thread_id"]))
-            if "checkpoint_ns" in conf:
-                rows = rows.filter(ns_hash=ns_hash(namespace_of(conf["checkpoint_ns"])))
-            if checkpoint_id := get_checkpoint_id(config):
-                rows = rows.filter(checkpoint_id=checkpoint_id)
-        for number, (key, value) in enumerate((filter or {}).items()):
+        if thread_id is not None:
+            rows = rows.filter(thread_id=thread_id)
+        if ns_key is not None:
+            rows = rows.filter(ns_hash=ns_key)
+        if checkpoint_id:
+            rows = rows.filter(checkpoint_id=checkpoint_id)
+        if before_id:
+            rows = rows.filter(checkpoint_id__lt=before_id)
+        for number, (key, value) in enumerate(filter.items()):
             rows = rows.alias(**{f"_meta{number}": KeyTransform(key, "metadata")}).filter(
                 **{f"_meta{number}": value}
             )
-        if before is not None and (before_id := get_checkpoint_id(before)):
-            rows = rows.filter(checkpoint_id__lt=before_id)
         rows = rows.order_by(F("checkpoint_id").desc())
         if limit is not None:
             rows = rows[: max(limit, 0)]
-        results: builtins.list[CheckpointTuple] = []
-        with borrowed(alias, keep=keep) as connection:
-            fetched = list(rows.values_list("thread_id", "ns_hash", *statements.CHECKPOINT_SELECT))
-            for start in range(0, len(fetched), PAGE):
-                page = [
-                    (thread_id, ns_key, row, decode_body(self.serde, thread_id, row))
-                    for thread_id, ns_key, *row in fetched[start : start + PAGE]
-                ]
-                blobs, writes = self._values(connection, page)
-                results += [
-                    build_tuple(self.serde, thread_id, row[0], ns_key, row, body, blobs, writes)
-                    for thread_id, ns_key, row, body in page
-                ]
-        return results
+        return builtins.list(rows.values_list("thread_id", "ns_hash", *statements.CHECKPOINT_SELECT))
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -215,20 +279,19 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         parent_id = conf.get("checkpoint_id")
         if parent_id is not None:
             checkpoint_id_of(parent_id)
-        values = checkpoint["channel_values"]
-        blob_params: list[Any] = []
         for channel, version in new_versions.items():
-            type_, blob = self.serde.dumps_typed(values[channel]) if channel in values else (EMPTY, None)
-            blob_params += [thread_id, ns_key, channel, version_of(channel, version), type_, blob]
-        body = {key: value for key, value in checkpoint.items() if key != "channel_values"}
-        body_type, body_blob = self.serde.dumps_typed(body)
+            version_of(channel, version)
+        (body_type, body_blob), value_rows = split_body(self.serde, checkpoint, new_versions)
+        blob_params: builtins.list[Any] = []
+        for row in value_rows:
+            blob_params += [thread_id, ns_key, *row]
         stored_metadata = get_serializable_checkpoint_metadata(config, metadata)
         run_id = stored_metadata.get("run_id")
         if run_id is not None:
             run_id = check_text("metadata run_id", str(run_id), max_length=NAME_MAX_LENGTH)
         alias = self._write_alias()
         with borrowed(alias, keep=keep) as connection:
-            checkpoint_params = (
+            checkpoint_params = [
                 thread_id,
                 ns,
                 ns_key,
@@ -239,11 +302,17 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
                 body_blob,
                 connection.ops.adapt_json_value(stored_metadata, None),
                 connection.ops.adapt_datetimefield_value(timezone.now()),
-            )
-            with transaction.atomic(using=alias), connection.cursor() as cursor:
-                if blob_params:
-                    cursor.execute(statements.put_blobs(alias, len(new_versions)), blob_params)
-                cursor.execute(statements.put_checkpoint(alias), checkpoint_params)
+            ]
+            if not value_rows:
+                batch = [(statements.put_checkpoint(alias), checkpoint_params)]
+            elif combined := statements.put_checkpoint_and_blobs(alias, len(value_rows)):
+                batch = [(combined, blob_params + checkpoint_params)]
+            else:
+                batch = [
+                    (statements.put_blobs(alias, len(value_rows)), blob_params),
+                    (statements.put_checkpoint(alias), checkpoint_params),
+                ]
+            run_writes(connection, batch)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
 
     def put_writes(
@@ -272,18 +341,13 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         check_text("task_id", task_id, max_length=SHORT_ID_MAX_LENGTH)
         for channel, _ in writes:
             check_text("channel", channel, max_length=NAME_MAX_LENGTH)
-        params = write_rows(
-            self.serde,
-            place,
-            writes,
-            task_id,
-            check_text("task_path", task_path, max_length=None, allow_empty=True),
-        )
+        path = check_text("task_path", task_path, max_length=None, allow_empty=True)
+        params = write_rows(self.serde, place, writes, task_id, path)
         # As the base class defines it: special channels (errors, interrupts, resumes) overwrite.
         overwrite = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         alias = self._write_alias()
-        with borrowed(alias, keep=keep) as connection, connection.cursor() as cursor:
-            cursor.execute(statements.put_writes(alias, len(writes), overwrite=overwrite), params)
+        with borrowed(alias, keep=keep) as connection:
+            run_writes(connection, [(statements.put_writes(alias, len(writes), overwrite=overwrite), params)])
 
     # -- threads --------------------------------------------------------------------------
 

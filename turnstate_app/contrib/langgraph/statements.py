@@ -137,15 +137,73 @@ def put_writes(alias: str, rows: int, *, overwrite: bool) -> str:
 
 
 @cache
+def put_checkpoint_and_blobs(alias: str, rows: int) -> str | None:
+    """PostgreSQL: both writes as one statement (a data-modifying CTE), atomic without a transaction."""
+    if _vendor(alias) != "postgresql":
+        return None
+    return f"WITH blobs AS ({put_blobs(alias, rows)}) {put_checkpoint(alias)}"
+
+
+WRITE_SELECT = ("task_id", "task_path", "idx", "channel", "type", "blob")
+
+
+@cache
 def get_checkpoint(alias: str, *, by_id: bool) -> str:
-    """The newest checkpoint of a (thread, namespace), or the one with the given id."""
-    checkpoints, _, _ = _models()
-    t = _Table(alias, checkpoints)
-    select = f"SELECT {t.cols(CHECKPOINT_SELECT)} FROM {t.name}"
+    """The newest checkpoint of a (thread, namespace), or the one with the given id, with its writes.
+
+    One row per pending write (the write's columns NULL when it has none). Parameters:
+    thread, ns_hash[, checkpoint_id], thread, ns_hash.
+    """
+    checkpoints, _, writes = _models()
+    t, w = _Table(alias, checkpoints), _Table(alias, writes)
     where = f"WHERE {t.col('thread_id')} = %s AND {t.col('ns_hash')} = %s"
+    select = f"SELECT {t.cols(CHECKPOINT_SELECT)} FROM {t.name} {where}"
     if by_id:
-        return f"{select} {where} AND {t.col('checkpoint_id')} = %s"
-    return f"{select} {where} ORDER BY {t.col('checkpoint_id')} DESC LIMIT 1"
+        head = f"{select} AND {t.col('checkpoint_id')} = %s"
+    else:
+        head = f"{select} ORDER BY {t.col('checkpoint_id')} DESC LIMIT 1"
+    head_cols = ", ".join(f"c.{t.col(n)}" for n in CHECKPOINT_SELECT)
+    write_cols = ", ".join(f"w.{w.col(n)}" for n in WRITE_SELECT)
+    return (
+        f"SELECT {head_cols}, {write_cols} FROM ({head}) c LEFT JOIN {w.name} w ON "
+        f"w.{w.col('thread_id')} = %s AND w.{w.col('ns_hash')} = %s "
+        f"AND w.{w.col('checkpoint_id')} = c.{t.col('checkpoint_id')}"
+    )
+
+
+@lru_cache(maxsize=256)
+def list_checkpoints(
+    alias: str, *, thread: bool, ns: bool, checkpoint_id: bool, before: bool, limit: bool
+) -> str:
+    """Checkpoints, newest first, narrowed by the parameters given (in this order), with their writes.
+
+    One row per pending write, as :func:`get_checkpoint`, each led by the thread and ns_hash.
+    """
+    checkpoints, _, writes = _models()
+    t, w = _Table(alias, checkpoints), _Table(alias, writes)
+    conditions = [
+        f"{t.col(column)} {op} %s"
+        for given, column, op in (
+            (thread, "thread_id", "="),
+            (ns, "ns_hash", "="),
+            (checkpoint_id, "checkpoint_id", "="),
+            (before, "checkpoint_id", "<"),
+        )
+        if given
+    ]
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    head = (
+        f"SELECT {t.cols(('thread_id', 'ns_hash', *CHECKPOINT_SELECT))} FROM {t.name}{where} "
+        f"ORDER BY {t.col('checkpoint_id')} DESC{' LIMIT %s' if limit else ''}"
+    )
+    head_cols = ", ".join(f"c.{t.col(n)}" for n in ("thread_id", "ns_hash", *CHECKPOINT_SELECT))
+    write_cols = ", ".join(f"w.{w.col(n)}" for n in WRITE_SELECT)
+    return (
+        f"SELECT {head_cols}, {write_cols} FROM ({head}) c LEFT JOIN {w.name} w ON "
+        f"w.{w.col('thread_id')} = c.{t.col('thread_id')} AND w.{w.col('ns_hash')} = c.{t.col('ns_hash')} "
+        f"AND w.{w.col('checkpoint_id')} = c.{t.col('checkpoint_id')} "
+        f"ORDER BY c.{t.col('checkpoint_id')} DESC, c.{t.col('thread_id')}, c.{t.col('ns_hash')}"
+    )
 
 
 @lru_cache(maxsize=512)
