@@ -92,3 +92,23 @@ def test_a_skipped_integration_test_fails_the_run(tmp_path: Path) -> None:
         check=False,
     )
     assert elsewhere.returncode == pytest.ExitCode.OK, elsewhere.stdout
+
+
+def test_the_langgraph_package_imports_before_the_app_registry_is_ready() -> None:
+    code = textwrap.dedent(
+        """
+        import os
+        os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+        import turnstate_app.contrib.langgraph as lg  # as a settings module or an AppConfig would
+        from django.apps import apps
+        assert not apps.ready
+        import django
+        django.setup()
+        print(type(lg.DjangoCheckpointSaver()).__name__)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("DjangoCheckpointSaver")
