@@ -27,7 +27,7 @@ help:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed
@@ -46,7 +46,7 @@ mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
 
 $(VENV)/.installed-mysql: $(VENV)/.installed | mariadb-headers
-	$(VENV)/bin/python -m pip install -q -e '.[test,mysql]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,mysql]'
 	@touch $@
 
 test-mariadb: $(VENV)/.installed-mysql
@@ -56,7 +56,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test,demo]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: $(VENV6)/.installed
@@ -69,7 +69,7 @@ browser:
 	@dpkg -s chromium chromium-driver >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
 
 $(VENV)/.installed-e2e: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,e2e]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,e2e]'
 	@touch $@
 
 test-e2e: $(VENV)/.installed-e2e | browser
@@ -93,7 +93,7 @@ demo: install
 BENCH_PG ?= $(dir $(PG_URL))
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,bench]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,bench]' 'Django>=5.2,<6'
 	@touch $@
 
 bench: $(VENV)/.installed-bench
@@ -102,6 +102,8 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/lifecycle.py --database sqlite
 	$(VENV)/bin/python bench/lifecycle.py --database $(BENCH_PG)turnstate_bench_lc
 	$(VENV)/bin/python bench/langgraph.py --database $(BENCH_PG)turnstate_bench_lg
+	$(VENV)/bin/python bench/langgraph_saver.py --database sqlite
+	$(VENV)/bin/python bench/langgraph_saver.py --database $(BENCH_PG)turnstate_bench_lgs
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 

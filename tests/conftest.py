@@ -13,6 +13,9 @@ from tests.api_support import client_for
 from tests.factories import UserFactory
 from turnstate_app.ports import InMemoryCheckpointCommandPort, ModelCheckpointCommandPort
 
+# A skipped test of an integration (tests/contrib/) fails the run.
+pytest_plugins = ["tests.contrib.skipguard"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _database_server_reachable(django_db_blocker: Any) -> None:

@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "turnstate_app",
+    "turnstate_app.contrib.langgraph",
 ]
 
 MIDDLEWARE = [

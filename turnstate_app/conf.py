@@ -26,6 +26,9 @@ DEFAULTS: dict[str, Any] = {
     # Use prepared statements on PostgreSQL (turn off behind a transaction-mode
     # pooler that does not support them).
     "PREPARED_STATEMENTS": True,
+    # (module, name) pairs the LangGraph saver's default serializer may construct on load,
+    # beyond LangGraph's own safe types (turnstate_app.contrib.langgraph).
+    "LANGGRAPH_MSGPACK_ALLOWLIST": [],
 }
 
 
@@ -85,6 +88,10 @@ class TurnstateSettings:
     @property
     def PREPARED_STATEMENTS(self) -> bool:  # noqa: N802
         return bool(self._get("PREPARED_STATEMENTS"))
+
+    @property
+    def LANGGRAPH_MSGPACK_ALLOWLIST(self) -> list[tuple[str, ...]]:  # noqa: N802
+        return [tuple(entry) for entry in self._get("LANGGRAPH_MSGPACK_ALLOWLIST")]
 
 
 conf = TurnstateSettings()

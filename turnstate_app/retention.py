@@ -18,6 +18,7 @@ from django.db.models import F, Model, QuerySet
 from django.db.models.lookups import In
 
 from turnstate_app.keys import per_mint_keys
+from turnstate_app.signals import pauses_purged, thread_erased
 
 if TYPE_CHECKING:
     from turnstate_app.managers import PauseQuerySet
@@ -130,6 +131,8 @@ def purge_pauses(
             deleted_rows, _ = _store().objects.using(using).filter(InArray(F("pk"), rows)).delete()
             ids = [pk for pk, *_ in batch]
             deleted_pauses, _ = _ledger().objects.using(using).filter(InArray(F("pk"), ids)).delete()
+            threads = sorted({thread for _, _, thread, *_ in batch})
+            pauses_purged.send(sender=_ledger(), thread_ids=threads, using=using)
             tally.add(deleted_pauses, deleted_rows)
     return tally.result(dry_run)
 
@@ -256,6 +259,10 @@ def erase_thread(
         dry_run=dry_run,
         on_batch=lambda n: tally.add(0, n),
     )
+    if not dry_run:
+        thread_erased.send(
+            sender=_ledger(), thread_id=thread_id, using=write_db(_ledger().objects.for_thread(thread_id))
+        )
     return tally.result(dry_run)
 
 

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.core import checks
+
+
+class LangGraphConfig(AppConfig):
+    name = "turnstate_app.contrib.langgraph"
+    label = "turnstate_langgraph"
+    verbose_name = "LangGraph checkpoints"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from turnstate_app.contrib.langgraph.checks import check_serde_policy
+        from turnstate_app.contrib.langgraph.retention import connect_retention
+
+        checks.register(check_serde_policy, "turnstate")
+        # The core's erasure and purge announce the threads they cleared; the saver's rows follow.
+        connect_retention()

@@ -1,0 +1,44 @@
+"""The core's erasure and purge reach the saver's rows (they hold the transcripts).
+
+``erase_thread`` removes the thread's checkpoints outright. A purge batch (old pauses,
+a deleted user's pauses) removes those of its threads that no pause is left on: a
+thread another pause still points at keeps its checkpoints, or that pause could not
+be continued. Threads that never paused are not the pause ledger's to purge: use the
+saver's ``delete_thread`` or ``prune``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import router
+
+from turnstate_app.contrib.langgraph.maintenance import delete_threads
+from turnstate_app.contrib.langgraph.models import Checkpoint
+from turnstate_app.models import Pause
+from turnstate_app.signals import pauses_purged, thread_erased
+
+
+def erase_thread_checkpoints(sender: Any, thread_id: str, **_: Any) -> None:
+    delete_threads(router.db_for_write(Checkpoint), [thread_id])
+
+
+def purge_orphaned_checkpoints(sender: Any, thread_ids: list[str], using: str, **_: Any) -> None:
+    still_paused = set(
+        Pause.objects.using(using).filter(thread_id__in=thread_ids).values_list("thread_id", flat=True)
+    )
+    gone = [thread_id for thread_id in thread_ids if thread_id not in still_paused]
+    if not gone:
+        return
+    alias = router.db_for_write(Checkpoint)
+    # Most purged threads were never LangGraph's: look before deleting from three tables.
+    stored = set(
+        Checkpoint.objects.using(alias).filter(thread_id__in=gone).values_list("thread_id", flat=True)
+    )
+    if stored:
+        delete_threads(alias, sorted(stored))
+
+
+def connect_retention() -> None:
+    thread_erased.connect(erase_thread_checkpoints, dispatch_uid="turnstate_langgraph_erase_thread")
+    pauses_purged.connect(purge_orphaned_checkpoints, dispatch_uid="turnstate_langgraph_purge")

@@ -1,0 +1,168 @@
+"""Turning LangGraph's values into the saver's rows and back, through the serializer.
+
+Every decode goes through :func:`loads`, which names the row it read when it fails:
+a corrupt blob, an unknown serialization type or a refused constructor becomes an
+:class:`UnreadableCheckpointError`, never a partial value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointTuple, writes_sort_key
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
+
+EMPTY = "empty"  # a channel with a version but no value (LangGraph's own savers store the same)
+INLINE_MAX = 4096  # serialized bytes up to which a channel value is kept inside the checkpoint's own row
+
+# (thread_id, ns_hash, channel, version) -> (type, blob); (thread_id, ns_hash, checkpoint_id) -> writes
+BlobMap = dict[tuple[str, str, str, str], tuple[str, bytes | None]]
+WriteMap = dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]]
+
+
+def loads(serde: SerializerProtocol, type_: str, data: Any, *, what: str) -> Any:
+    try:
+        return serde.loads_typed((type_, b"" if data is None else bytes(data)))
+    except Exception as exc:
+        raise UnreadableCheckpointError(f"{what} cannot be read: {type(exc).__name__}: {exc}") from exc
+
+
+def load_json(value: Any) -> dict[str, Any]:
+    loaded = json.loads(value) if isinstance(value, (str, bytes, bytearray)) else value
+    return dict(loaded or {})
+
+
+def config_of(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def write_rows(
+    serde: SerializerProtocol,
+    place: tuple[str, str, str],
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> list[Any]:
+    """Flat parameters of one row per write; special channels take their fixed negative index."""
+    params: list[Any] = []
+    for position, (channel, value) in enumerate(writes):
+        type_, blob = serde.dumps_typed(value)
+        params += [*place, task_id, task_path, WRITES_IDX_MAP.get(channel, position), channel, type_, blob]
+    return params
+
+
+def split_values(rows: Iterable[Sequence[Any]]) -> tuple[BlobMap, WriteMap]:
+    """The rows of :func:`~turnstate_app.contrib.langgraph.statements.get_values`, by place."""
+    blobs: BlobMap = {}
+    writes: WriteMap = {}
+    for kind, thread_id, ns, channel, version_or_id, type_, blob, task_id, task_path, idx in rows:
+        if kind == 0:
+            blobs[(thread_id, ns, channel, version_or_id)] = (type_, blob)
+        else:
+            writes.setdefault((thread_id, ns, version_or_id), []).append(
+                (task_path or "", task_id, int(idx), channel, type_, blob)
+            )
+    return blobs, writes
+
+
+def build_tuple(
+    serde: SerializerProtocol,
+    thread_id: str,
+    ns: str,
+    ns_key: str,
+    row: Sequence[Any],
+    body: dict[str, Any],
+    blobs: BlobMap,
+    writes: WriteMap,
+) -> CheckpointTuple:
+    """A :class:`CheckpointTuple` from a checkpoint row, its decoded body and the values fetched for it."""
+    _ns, checkpoint_id, parent_id, _type, _blob, metadata = row
+    where = f"thread {thread_id!r}, checkpoint {checkpoint_id!r}"
+    inline = body.get("channel_values") or {}
+    values: dict[str, Any] = {}
+    for channel, version in body["channel_versions"].items():
+        found = inline.get(channel)
+        if found is None:
+            found = blobs.get((thread_id, ns_key, channel, str(version)))
+        if found is not None and found[0] != EMPTY:
+            values[channel] = loads(serde, found[0], found[1], what=f"channel {channel!r} of {where}")
+    checkpoint = {**body, "channel_values": values}
+    pending = sorted(
+        writes.get((thread_id, ns_key, checkpoint_id), []), key=lambda w: writes_sort_key(w[0], w[1], w[2])
+    )
+    return CheckpointTuple(
+        config=config_of(thread_id, ns, checkpoint_id),
+        checkpoint=checkpoint,  # type: ignore[arg-type]
+        metadata=load_json(metadata),  # type: ignore[arg-type]
+        parent_config=config_of(thread_id, ns, parent_id) if parent_id else None,
+        pending_writes=[
+            (
+                task_id,
+                channel,
+                loads(serde, type_, blob, what=f"write {task_id!r}/{idx} to {channel!r} of {where}"),
+            )
+            for _path, task_id, idx, channel, type_, blob in pending
+        ],
+    )
+
+
+def decode_body(serde: SerializerProtocol, thread_id: str, row: Sequence[Any]) -> dict[str, Any]:
+    """The checkpoint without its channel values (``channel_values``: the inline ones, serialized)."""
+    _ns, checkpoint_id, _parent, type_, blob, _metadata = row
+    body = loads(serde, type_, blob, what=f"checkpoint {checkpoint_id!r} of thread {thread_id!r}")
+    if not isinstance(body, dict) or not isinstance(body.get("channel_versions"), dict):
+        raise UnreadableCheckpointError(
+            f"checkpoint {checkpoint_id!r} of thread {thread_id!r} cannot be read: not a checkpoint"
+        )
+    return body
+
+
+def stored_elsewhere(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (channel, version) pairs of this checkpoint whose values live in the value table."""
+    inline = body.get("channel_values") or {}
+    return [
+        (channel, str(version))
+        for channel, version in body["channel_versions"].items()
+        if channel not in inline
+    ]
+
+
+def split_body(
+    serde: SerializerProtocol, checkpoint: Checkpoint, new_versions: dict[str, Any]
+) -> tuple[tuple[str, bytes], list[tuple[str, str, str | None, bytes | None]]]:
+    """The serialized body (small values inline) and the value rows (channel, version, type, blob) to store.
+
+    A value of at most ``INLINE_MAX`` serialized bytes travels inside the body: one row for
+    the whole checkpoint. A larger one gets a row of its own when its channel changed, and is
+    shared from then on by every checkpoint that keeps that version. Whether a value is inline
+    depends on the value alone, so an unchanged channel is found where it was first put.
+    """
+    versions = checkpoint["channel_versions"]
+    values = checkpoint["channel_values"]
+    inline: dict[str, list[Any]] = {}
+    rows: list[tuple[str, str, str | None, bytes | None]] = []
+    for channel, value in values.items():
+        if channel not in versions:
+            continue
+        type_, data = serde.dumps_typed(value)
+        if len(data) <= INLINE_MAX:
+            inline[channel] = [type_, data]
+        elif channel in new_versions:
+            rows.append((channel, str(new_versions[channel]), type_, data))
+    for channel, version in new_versions.items():
+        if channel not in values:
+            rows.append((channel, str(version), EMPTY, None))
+    body = {key: value for key, value in checkpoint.items() if key != "channel_values"}
+    body["channel_values"] = inline
+    return serde.dumps_typed(body), rows

@@ -1,0 +1,439 @@
+"""``DjangoCheckpointSaver``: LangGraph's ``BaseCheckpointSaver`` on Django's own connection.
+
+It runs in the database the router picks for its models (or ``using``), through
+Django's connection for the calling thread: no second pool, Django's transactions,
+query logging and error translation apply. ``get_tuple`` is one query (plus one
+for values too large to travel inside the checkpoint's row), ``put`` and ``put_writes``
+one statement each (``put`` two in a transaction on SQLite and MariaDB when large values
+change), ``list`` one query plus one per hundred checkpoints with large values.
+"""
+
+from __future__ import annotations
+
+import builtins
+import random
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import router
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import F
+from django.db.models.fields.json import KeyTransform
+from django.utils import timezone
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from turnstate_app.contrib.langgraph import maintenance, statements
+from turnstate_app.contrib.langgraph.connections import borrowed
+from turnstate_app.contrib.langgraph.execution import execute, run_writes
+from turnstate_app.contrib.langgraph.keys import (
+    NAME_MAX_LENGTH,
+    SHORT_ID_MAX_LENGTH,
+    check_text,
+    checkpoint_id_of,
+    namespace_of,
+    ns_hash,
+    thread_id_of,
+    version_of,
+)
+from turnstate_app.contrib.langgraph.rows import (
+    build_tuple,
+    decode_body,
+    split_body,
+    split_values,
+    stored_elsewhere,
+    write_rows,
+)
+from turnstate_app.contrib.langgraph.serde import default_serde
+
+PAGE = 100  # checkpoints whose values one query of ``list`` fetches
+
+
+def _model() -> Any:
+    from turnstate_app.contrib.langgraph.models import Checkpoint as CheckpointRow
+
+    return CheckpointRow
+
+
+class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpoint saver storing in this Django project's database.
+
+    ``using`` pins a database alias; by default the router decides (``db_for_read``
+    for reads, ``db_for_write`` for writes). ``serde`` defaults to the strict
+    serializer of :mod:`turnstate_app.contrib.langgraph.serde`; one given is used as is.
+    """
+
+    def __init__(self, *, using: str | None = None, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde if serde is not None else default_serde())
+        self.using = using
+
+    # -- where ----------------------------------------------------------------------------
+
+    def _read_alias(self) -> str:
+        return self.using or router.db_for_read(_model())
+
+    def _write_alias(self) -> str:
+        return self.using or router.db_for_write(_model())
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._get_tuple(config, keep=False)
+
+    def _get_tuple(self, config: RunnableConfig, *, keep: bool) -> CheckpointTuple | None:
+        conf = config["configurable"]
+        thread_id = thread_id_of(conf["thread_id"])
+        ns = namespace_of(conf.get("checkpoint_ns", ""))
+        ns_key = ns_hash(ns)
+        checkpoint_id = get_checkpoint_id(config)
+        alias = self._read_alias()
+        if checkpoint_id:
+            sql = statements.get_checkpoint(alias, by_id=True)
+            params: tuple[Any, ...] = (thread_id, ns_key, checkpoint_id, thread_id, ns_key)
+        else:
+            sql = statements.get_checkpoint(alias, by_id=False)
+            params = (thread_id, ns_key, thread_id, ns_key)
+        with borrowed(alias, keep=keep) as connection:
+            found = execute(connection, sql, params).fetchall()
+            if not found:
+                return None
+            row = found[0][:6]
+            body = decode_body(self.serde, thread_id, row)
+            blobs = self._blobs(connection, [(thread_id, ns_key, body)])
+        writes = [
+            (path or "", task_id, int(idx), channel, type_, blob)
+            for *_, task_id, path, idx, channel, type_, blob in found
+            if task_id is not None
+        ]
+        return build_tuple(
+            self.serde, thread_id, ns, ns_key, row, body, blobs, {(thread_id, ns_key, row[1]): writes}
+        )
+
+    def _blobs(
+        self, connection: BaseDatabaseWrapper, found: Sequence[tuple[str, str, dict[str, Any]]]
+    ) -> Any:
+        """The values these checkpoints keep outside their own row (none: no query)."""
+        blobs, _ = self._values(connection, [(t, n, None, body) for t, n, body in found], with_writes=False)
+        return blobs
+
+    def _values(
+        self,
+        connection: BaseDatabaseWrapper,
+        found: Sequence[tuple[str, str, Sequence[Any] | None, dict[str, Any]]],
+        *,
+        with_writes: bool = True,
+    ) -> tuple[Any, Any]:
+        """One query: the out-of-row channel values and (``with_writes``) the pending writes."""
+        versions: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        checkpoints: dict[tuple[str, str], list[str]] = {}
+        for thread_id, ns_key, row, body in found:
+            space = (thread_id, ns_key)
+            pairs = stored_elsewhere(body)
+            if pairs:
+                versions.setdefault(space, set()).update(pairs)
+            if with_writes and row is not None:
+                checkpoints.setdefault(space, []).append(row[1])
+        if not versions and not checkpoints:
+            return {}, {}
+        blob_groups, write_groups, params = [], [], []
+        for space, wanted in versions.items():
+            blob_groups.append(len(wanted))
+            params += [*space, *(part for pair in sorted(wanted) for part in pair)]
+        for space, ids in checkpoints.items():
+            write_groups.append(len(ids))
+            params += [*space, *ids]
+        sql = statements.get_values(connection.alias, tuple(blob_groups), tuple(write_groups))
+        return split_values(execute(connection, sql, params).fetchall())
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        return iter(self._list(config, filter=filter, before=before, limit=limit, keep=False))
+
+    def _list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+        keep: bool,
+    ) -> builtins.list[CheckpointTuple]:
+        alias = self._read_alias()
+        conf = config["configurable"] if config is not None else {}
+        thread_id = thread_id_of(conf["thread_id"]) if conf.get("thread_id") is not None else None
+        ns_key = ns_hash(namespace_of(conf["checkpoint_ns"])) if "checkpoint_ns" in conf else None
+        checkpoint_id = get_checkpoint_id(config) if config is not None else None
+        before_id = get_checkpoint_id(before) if before is not None else None
+        results: builtins.list[CheckpointTuple] = []
+        with borrowed(alias, keep=keep) as connection:
+            writes: dict[tuple[str, str, str], builtins.list[Any]] = {}
+            if filter:
+                fetched = self._filtered(alias, thread_id, ns_key, checkpoint_id, before_id, filter, limit)
+                for start in range(0, len(fetched), PAGE):
+                    no_values: dict[str, Any] = {"channel_versions": {}}
+                    part = [(t, n, row, no_values) for t, n, *row in fetched[start : start + PAGE]]
+                    writes.update(self._values(connection, part)[1])
+            else:
+                sql = statements.list_checkpoints(
+                    alias,
+                    thread=thread_id is not None,
+                    ns=ns_key is not None,
+                    checkpoint_id=bool(checkpoint_id),
+                    before=bool(before_id),
+                    limit=limit is not None,
+                )
+                given = (thread_id, ns_key, checkpoint_id or None, before_id or None)
+                params = [p for p in given if p is not None] + ([max(limit, 0)] if limit is not None else [])
+                fetched = []
+                for thread, space, *columns in execute(connection, sql, params).fetchall():
+                    row, (task_id, path, idx, channel, type_, blob) = columns[:6], columns[6:]
+                    place = (thread, space, row[1])
+                    if place not in writes:
+                        writes[place] = []
+                        fetched.append((thread, space, *row))
+                    if task_id is not None:
+                        writes[place].append((path or "", task_id, int(idx), channel, type_, blob))
+            for start in range(0, len(fetched), PAGE):
+                page = [
+                    (thread, space, row, decode_body(self.serde, thread, row))
+                    for thread, space, *row in fetched[start : start + PAGE]
+                ]
+                blobs = self._blobs(connection, [(thread, space, body) for thread, space, _, body in page])
+                results += [
+                    build_tuple(self.serde, thread, row[0], space, row, body, blobs, writes)
+                    for thread, space, row, body in page
+                ]
+        return results
+
+    def _filtered(
+        self,
+        alias: str,
+        thread_id: str | None,
+        ns_key: str | None,
+        checkpoint_id: str | None,
+        before_id: str | None,
+        filter: dict[str, Any],
+        limit: int | None,
+    ) -> builtins.list[Any]:
+        """The rows of a ``list`` with a metadata filter, through the ORM (JSON lookups per vendor)."""
+        rows = _model().objects.using(alias).all()
+        if thread_id is not None:
+            rows = rows.filter(thread_id=thread_id)
+        if ns_key is not None:
+            rows = rows.filter(ns_hash=ns_key)
+        if checkpoint_id:
+            rows = rows.filter(checkpoint_id=checkpoint_id)
+        if before_id:
+            rows = rows.filter(checkpoint_id__lt=before_id)
+        for number, (key, value) in enumerate(filter.items()):
+            rows = rows.alias(**{f"_meta{number}": KeyTransform(key, "metadata")}).filter(
+                **{f"_meta{number}": value}
+            )
+        rows = rows.order_by(F("checkpoint_id").desc())
+        if limit is not None:
+            rows = rows[: max(limit, 0)]
+        return builtins.list(rows.values_list("thread_id", "ns_hash", *statements.CHECKPOINT_SELECT))
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._put(config, checkpoint, metadata, new_versions, keep=False)
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        keep: bool,
+    ) -> RunnableConfig:
+        conf = config["configurable"]
+        thread_id = thread_id_of(conf["thread_id"])
+        ns = namespace_of(conf.get("checkpoint_ns", ""))
+        ns_key = ns_hash(ns)
+        checkpoint_id = checkpoint_id_of(checkpoint["id"])
+        parent_id = conf.get("checkpoint_id")
+        if parent_id is not None:
+            checkpoint_id_of(parent_id)
+        for channel, version in new_versions.items():
+            version_of(channel, version)
+        (body_type, body_blob), value_rows = split_body(self.serde, checkpoint, new_versions)
+        blob_params: builtins.list[Any] = []
+        for row in value_rows:
+            blob_params += [thread_id, ns_key, *row]
+        stored_metadata = get_serializable_checkpoint_metadata(config, metadata)
+        run_id = stored_metadata.get("run_id")
+        if run_id is not None:
+            run_id = check_text("metadata run_id", str(run_id), max_length=NAME_MAX_LENGTH)
+        alias = self._write_alias()
+        with borrowed(alias, keep=keep) as connection:
+            checkpoint_params = [
+                thread_id,
+                ns,
+                ns_key,
+                checkpoint_id,
+                parent_id,
+                run_id,
+                body_type,
+                body_blob,
+                connection.ops.adapt_json_value(stored_metadata, None),
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+            ]
+            if not value_rows:
+                batch = [(statements.put_checkpoint(alias), checkpoint_params)]
+            elif combined := statements.put_checkpoint_and_blobs(alias, len(value_rows)):
+                batch = [(combined, blob_params + checkpoint_params)]
+            else:
+                batch = [
+                    (statements.put_blobs(alias, len(value_rows)), blob_params),
+                    (statements.put_checkpoint(alias), checkpoint_params),
+                ]
+            run_writes(connection, batch)
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._put_writes(config, writes, task_id, task_path, keep=False)
+
+    def _put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+        *,
+        keep: bool,
+    ) -> None:
+        if not writes:
+            return
+        conf = config["configurable"]
+        ns = namespace_of(conf.get("checkpoint_ns", ""))
+        place = (thread_id_of(conf["thread_id"]), ns_hash(ns), checkpoint_id_of(conf["checkpoint_id"]))
+        check_text("task_id", task_id, max_length=SHORT_ID_MAX_LENGTH)
+        for channel, _ in writes:
+            check_text("channel", channel, max_length=NAME_MAX_LENGTH)
+        path = check_text("task_path", task_path, max_length=None, allow_empty=True)
+        params = write_rows(self.serde, place, writes, task_id, path)
+        # As the base class defines it: special channels (errors, interrupts, resumes) overwrite.
+        overwrite = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        alias = self._write_alias()
+        with borrowed(alias, keep=keep) as connection:
+            run_writes(connection, [(statements.put_writes(alias, len(writes), overwrite=overwrite), params)])
+
+    # -- threads --------------------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._maintain(maintenance.delete_threads, [thread_id_of(thread_id)], keep=False)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._maintain(maintenance.delete_for_runs, [str(r) for r in run_ids], self.serde, keep=False)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source, target = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
+        self._maintain(maintenance.copy_thread, source, target, keep=False)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._maintain(
+            maintenance.prune, [thread_id_of(t) for t in thread_ids], strategy, self.serde, keep=False
+        )
+
+    def _maintain(self, operation: Callable[..., object], *args: Any, keep: bool) -> None:
+        alias = self._write_alias()
+        with borrowed(alias, keep=keep):
+            operation(alias, *args)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """``<step, 32 digits>.<random, 16 digits>``, as LangGraph's own database savers make them."""
+        if current is None:
+            step = 0
+        elif isinstance(current, int):
+            step = current
+        else:
+            step = int(str(current).split(".")[0])
+        return f"{step + 1:032}.{random.random():016}"
+
+    # -- async twins: one hop each onto Django's thread-sensitive executor ------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await sync_to_async(self._get_tuple, thread_sensitive=True)(config, keep=True)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        found = await sync_to_async(self._list, thread_sensitive=True)(
+            config, filter=filter, before=before, limit=limit, keep=True
+        )
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await sync_to_async(self._put, thread_sensitive=True)(
+            config, checkpoint, metadata, new_versions, keep=True
+        )
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await sync_to_async(self._put_writes, thread_sensitive=True)(
+            config, writes, task_id, task_path, keep=True
+        )
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._amaintain(maintenance.delete_threads, [thread_id_of(thread_id)])
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._amaintain(maintenance.delete_for_runs, [str(r) for r in run_ids], self.serde)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source, target = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
+        await self._amaintain(maintenance.copy_thread, source, target)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._amaintain(maintenance.prune, [thread_id_of(t) for t in thread_ids], strategy, self.serde)
+
+    async def _amaintain(self, operation: Callable[..., object], *args: Any) -> None:
+        await sync_to_async(self._maintain, thread_sensitive=True)(operation, *args, keep=True)
