@@ -68,7 +68,24 @@ class KindFilter(admin.SimpleListFilter):
         return queryset.filter(kind=self.value()) if self.value() in RowKind.values else queryset
 
 
-class WithoutValues(ChangeList):
+# The largest row offset every database accepts (PostgreSQL's and MariaDB's limits are signed).
+MAX_OFFSET = 2**31 - 1
+
+
+class GuardedChangeList(ChangeList):
+    """Refuses a NUL anywhere in the query string as the admin refuses any bad lookup (``?e=1``).
+
+    PostgreSQL cannot hold NUL in text, so a filter or search carrying one would otherwise
+    fail in the database, as a 500, instead of being a bad request.
+    """
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
+        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+            raise IncorrectLookupParameters("NUL in the query string")
+        return super().get_queryset(request, exclude_parameters)
+
+
+class WithoutValues(GuardedChangeList):
     """Lists store rows without loading ``value`` (up to MAX_VALUE_BYTES each); the detail shows it."""
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
@@ -87,9 +104,9 @@ class UncountedChangeList(WithoutValues):
     has_more = False
 
     def get_results(self, request: HttpRequest) -> None:
-        if self.page_num < 1:
-            raise IncorrectLookupParameters
         offset = (self.page_num - 1) * self.list_per_page
+        if self.page_num < 1 or offset + self.list_per_page + 1 > MAX_OFFSET:
+            raise IncorrectLookupParameters
         rows = list(self.queryset[offset : offset + self.list_per_page + 1])
         if not rows and self.page_num > 1:
             raise IncorrectLookupParameters
@@ -111,6 +128,9 @@ class ReadOnlyAdmin(ModelAdmin):
     actions = None
     show_full_result_count = False
     list_per_page = 100
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return GuardedChangeList
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
