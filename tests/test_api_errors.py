@@ -170,11 +170,14 @@ def test_only_json_is_rendered_even_when_html_is_asked_for(staff: APIClient) -> 
         checkpoint_url("1.0"),
         checkpoint_url("١"),  # a digit, but not an ASCII one
         checkpoint_url("abc"),
-        f"{API}",
-        f"{API}nope/",
         f"{API}pauses",  # no trailing slash: no redirect, a JSON 404
+        f"{API}checkpoints",
         f"{PAUSES}x/y/z/",
-        f"{API}%00/",
+        f"{PAUSES}%00/",
+        f"{API}pauses%00",
+        pause_url("a%0Ab"),  # a control character: no route, like NUL
+        pause_url("%0A"),
+        pause_url("a%7Fb"),
     ],
 )
 def test_bad_ids_and_unknown_paths_are_json_404s(staff: APIClient, path: str) -> None:

@@ -64,12 +64,14 @@ class TurnstateViewSet(viewsets.GenericViewSet[_M]):
 @extend_schema_view(
     list=extend_schema(
         tags=TAGS,
+        operation_id="turnstate_pauses_list",
         summary="Pauses this user may see",
         description="Staff see every pause; other users their own. Ordered by created_at, then id.",
         responses={200: PauseSerializer, **schema.LIST_ERRORS},
     ),
     retrieve=extend_schema(
         tags=TAGS,
+        operation_id="turnstate_pauses_retrieve",
         summary="One pause (no transcript)",
         description="Another user's pause is a 404, so its existence does not leak.",
         responses={200: PauseSerializer, **schema.DETAIL_ERRORS},
@@ -79,8 +81,9 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
     serializer_class = PauseSerializer
     filterset_class = PauseFilter
     lookup_field = "jti"
-    # No NUL, at most 255 characters: anything else is no route, so a JSON 404 before any query.
-    lookup_value_regex = r"[^/\x00]{1,255}"
+    # No control characters (NUL, newline...), at most 255 characters: anything else is no
+    # route, so a JSON 404 for every method before any query.
+    lookup_value_regex = r"[^/\x00-\x1f\x7f]{1,255}"
     http_method_names = ["get", "head", "post"]
 
     def get_queryset(self) -> QuerySet[Pause]:
@@ -96,6 +99,7 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
 
     @extend_schema(
         tags=TAGS,
+        operation_id="turnstate_pauses_resume",
         summary="Answer a pause",
         description=(
             "Consumes the token exactly once. An owned pause may be answered by its owner or staff, "
@@ -119,6 +123,7 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
 
     @extend_schema(
         tags=TAGS,
+        operation_id="turnstate_pauses_unresumable",
         summary="Pauses this store cannot continue (staff)",
         description="The same rows as the admin's unresumable pauses page.",
         filters=False,
@@ -134,11 +139,13 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
 @extend_schema_view(
     list=extend_schema(
         tags=TAGS,
+        operation_id="turnstate_checkpoints_list",
         summary="Checkpoint rows, without values (staff)",
         responses={200: CheckpointRowSerializer, **schema.LIST_ERRORS},
     ),
     retrieve=extend_schema(
         tags=TAGS,
+        operation_id="turnstate_checkpoints_retrieve",
         summary="One checkpoint row, with its value (staff)",
         parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description="The row's id.")],
         responses={200: CheckpointDetailSerializer, **schema.DETAIL_ERRORS},
