@@ -108,3 +108,12 @@ def test_urls_are_namespaced() -> None:
     assert reverse("turnstate:pause-unresumable") == "/api/turnstate/pauses/unresumable/"
     assert reverse("turnstate:checkpoint-list") == "/api/turnstate/checkpoints/"
     assert reverse("turnstate:checkpoint-detail", args=[7]) == "/api/turnstate/checkpoints/7/"
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/turnstate/pauses/", "/api/turnstate/checkpoints/", "/api/turnstate/pauses/unresumable/"]
+)
+def test_page_size_is_described_with_its_bounds(schema: dict[str, Any], path: str) -> None:
+    (page_size,) = [p for p in schema["paths"][path]["get"]["parameters"] if p["name"] == "page_size"]
+    assert page_size["schema"] == {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}
+    assert page_size["required"] is False
