@@ -1,6 +1,6 @@
 """The pause lifecycle: mint a pause, answer it exactly once, hand the turn on."""
 
-from turnstate_app.pauses.handoff import Redelivery, ResumedPause, redeliver
+from turnstate_app.pauses.handoff import Redelivery, ResumedPause, rebuild_resumed, redeliver
 from turnstate_app.pauses.mint import MintedPause, amint_pause, mint_pause
 from turnstate_app.pauses.resume import aresume_pause, resume_pause
 from turnstate_app.pauses.signals import pause_answered, pause_minted
@@ -14,6 +14,7 @@ __all__ = [
     "mint_pause",
     "pause_answered",
     "pause_minted",
+    "rebuild_resumed",
     "redeliver",
     "resume_pause",
 ]
