@@ -117,3 +117,9 @@ def test_page_size_is_described_with_its_bounds(schema: dict[str, Any], path: st
     (page_size,) = [p for p in schema["paths"][path]["get"]["parameters"] if p["name"] == "page_size"]
     assert page_size["schema"] == {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}
     assert page_size["required"] is False
+
+
+def test_a_pause_carries_its_request_and_never_a_transcript(schema: dict[str, Any]) -> None:
+    pause = schema["components"]["schemas"]["TurnstatePause"]["properties"]
+    assert pause["request"]["nullable"] is True and pause["request"]["readOnly"] is True
+    assert not {"prompt", "messages", "token", "answer"} & set(pause)

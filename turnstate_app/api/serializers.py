@@ -15,6 +15,7 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, UnresumablePause
+from turnstate_app.pause_rows import parsed
 from turnstate_app.pauses import ResumedPause
 
 
@@ -34,9 +35,27 @@ class EffectiveStatusField(serializers.ChoiceField):
         return str(pause.status)
 
 
+@extend_schema_field(
+    {
+        "description": "The question, as given to mint_pause (any JSON); null when its row is gone.",
+        "nullable": True,
+        "readOnly": True,
+    }
+)
+class RequestField(serializers.Field):  # type: ignore[type-arg]
+    """The pause's request, read from the ``request_value`` annotation (one query per page)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="request_value", read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        return parsed(value)
+
+
 @extend_schema_serializer(component_name="TurnstatePause")
 class PauseSerializer(serializers.ModelSerializer[Pause]):
     status = EffectiveStatusField(help_text="pending, answered or expired (a pending pause past its age).")
+    request = RequestField()
 
     class Meta:
         model = Pause
@@ -51,6 +70,7 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
             "interrupt_id",
             "name",
             "request_key",
+            "request",
             "resumable",
             "status",
             "owner",

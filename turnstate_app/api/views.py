@@ -38,6 +38,7 @@ from turnstate_app.api.serializers import (
 )
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause
+from turnstate_app.pause_rows import with_request
 from turnstate_app.pauses import resume_pause
 
 _M = TypeVar("_M", bound=Model)
@@ -72,8 +73,11 @@ class TurnstateViewSet(viewsets.GenericViewSet[_M]):
     retrieve=extend_schema(
         tags=TAGS,
         operation_id="turnstate_pauses_retrieve",
-        summary="One pause (no transcript)",
-        description="Another user's pause is a 404, so its existence does not leak.",
+        summary="One pause with its question (no transcript)",
+        description=(
+            "`request` is the question the pause asks, as stored at mint; never the transcript. "
+            "Another user's pause is a 404, so its existence does not leak."
+        ),
         responses={200: PauseSerializer, **schema.DETAIL_ERRORS},
     ),
 )
@@ -87,7 +91,7 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
     http_method_names = ["get", "head", "post"]
 
     def get_queryset(self) -> QuerySet[Pause]:
-        return Pause.objects.for_user(self.request.user)
+        return with_request(Pause.objects.for_user(self.request.user))
 
     def get_permissions(self) -> list[BasePermission]:
         # By route, not by action: a verb the route lacks is refused to non-staff as a 403 too.
