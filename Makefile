@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 lint demo bench clean
+.PHONY: dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -23,6 +23,8 @@ help:
 	@echo "make screenshot    docs/img/admin-unresumable.png, from the same browser run"
 	@echo "make lint          ruff + mypy"
 	@echo "make bench         benchmarks (bench/)"
+	@echo "make dist          wheel and sdist in dist/, checked with twine"
+	@echo "make soak          8 processes answering over HTTP on PostgreSQL (SOAK_MINUTES=5)"
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -104,5 +106,15 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 
+$(VENV)/.installed-dist: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e '.[test,dist]'
+	@touch $@
+
+# The wheel and the sdist (which carries the suite: tests/test_sdist.py), then twine's check.
+dist: $(VENV)/.installed-dist
+	rm -rf dist
+	$(VENV)/bin/python -m build --outdir dist
+	$(VENV)/bin/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache dist build
