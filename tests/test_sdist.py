@@ -55,5 +55,5 @@ def test_the_sdist_collects_every_test_module_of_the_checkout(tmp_path: Path) ->
     modules = {test_id.split("::", 1)[0] for test_id in in_sdist}
     assert modules == {f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")}
     assert len(in_sdist) > 500
-    for needed in ("README.md", "Makefile", "tests/conftest.py", "tests/api_support.py", "example_project/demo.py"):
+    for needed in ("README.md", "Makefile", "tests/conftest.py", "example_project/demo.py"):
         assert (unpacked / needed).is_file(), needed
