@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 from django.core.exceptions import DisallowedHost, PermissionDenied, RequestDataTooBig
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DataError, InterfaceError, OperationalError, connections
 from django.test import Client
 from rest_framework import views
 from rest_framework.renderers import BrowsableAPIRenderer
@@ -278,6 +278,19 @@ def test_a_well_formed_cursor_at_the_edge_of_time_is_an_empty_page(staff: APICli
             assert response.status_code == 200, response.content
 
 
+@pytest.mark.parametrize("username", ["a\x00b", "\x00", "u" * 300])
+@pytest.mark.parametrize("path", [PAUSES, pause_url("j"), CHECKPOINTS, checkpoint_url(1), UNRESUMABLE, RESUME])
+def test_basic_credentials_the_database_cannot_compare_are_refused_not_a_500(
+    username: str, path: str
+) -> None:
+    credentials = base64.b64encode(f"{username}:pw".encode()).decode()
+    client = APIClient()
+    for method in ("get", "post"):
+        response = getattr(client, method)(path, HTTP_AUTHORIZATION=f"Basic {credentials}")
+        assert response.status_code in (400, 401, 403, 405), response.content
+        assert response["Content-Type"] == "application/json"
+
+
 def test_unicode_and_unknown_query_parameters_are_harmless(staff: APIClient) -> None:
     ledger_row(thread_id="t")
     response = staff.get(PAUSES, {"thread_id": "t", "😀": "é", "ordering": "-jti"})
@@ -400,6 +413,7 @@ def test_no_request_that_is_refused_writes(users: dict[str, Any]) -> None:
         (InterfaceError("connection already closed"), 503, {"code": "unavailable"}),
         (RequestDataTooBig("big"), 413, {"code": "too_large"}),
         (DisallowedHost("evil.example"), 400, {"code": "bad_request"}),
+        (DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"), 400, {"code": "bad_request"}),
         (
             CheckpointFieldError("thread_id", "is 300 characters long"),
             400,

@@ -17,11 +17,11 @@ __all__ = ["users"]
 
 OPERATIONS = {
     ("/api/turnstate/pauses/", "get"): {200, 400, 401, 403, 503},
-    ("/api/turnstate/pauses/{jti}/", "get"): {200, 401, 403, 404, 503},
+    ("/api/turnstate/pauses/{jti}/", "get"): {200, 400, 401, 403, 404, 503},
     ("/api/turnstate/pauses/resume/", "post"): {200, 400, 401, 403, 404, 409, 410, 413, 415, 503},
     ("/api/turnstate/pauses/unresumable/", "get"): {200, 400, 401, 403, 503},
     ("/api/turnstate/checkpoints/", "get"): {200, 400, 401, 403, 503},
-    ("/api/turnstate/checkpoints/{id}/", "get"): {200, 401, 403, 404, 503},
+    ("/api/turnstate/checkpoints/{id}/", "get"): {200, 400, 401, 403, 404, 503},
 }
 
 

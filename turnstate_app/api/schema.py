@@ -57,14 +57,21 @@ NOT_AUTHENTICATED = error(
 )
 FORBIDDEN = error("permission_denied: authenticated, but not allowed.")
 UNAVAILABLE = error("unavailable: the database cannot be reached; retry later.")
-BAD_QUERY = bad_request("An invalid filter, page_size or cursor (field errors).")
+BAD_QUERY = bad_request(
+    "An invalid filter, page_size or cursor (field errors); bad_request: a value the database cannot compare."
+)
+
+REFUSED_VALUE = error(
+    "bad_request: the request holds a value the database cannot compare (e.g. a NUL in Basic credentials)."
+)
 
 READ_ERRORS: dict[int, OpenApiResponse] = {
+    400: REFUSED_VALUE,
     401: NOT_AUTHENTICATED,
     403: FORBIDDEN,
     503: UNAVAILABLE,
 }
-LIST_ERRORS: dict[int, OpenApiResponse] = {400: BAD_QUERY, **READ_ERRORS}
+LIST_ERRORS: dict[int, OpenApiResponse] = {**READ_ERRORS, 400: BAD_QUERY}
 DETAIL_ERRORS: dict[int, OpenApiResponse] = {
     **READ_ERRORS,
     404: error("not_found: no such row, or not one this user may see."),
@@ -73,7 +80,8 @@ RESUME_ERRORS: dict[int, OpenApiResponse] = {
     400: bad_request(
         "invalid_token: the token is malformed or fails its signature; record_mismatch: the stored "
         "record is another turn's or unreadable; parse_error: the body is not JSON; or field errors "
-        "(token or answer missing, the answer too large or not storable)."
+        "(token or answer missing, the answer too large or not storable); bad_request: a value the "
+        "database cannot compare."
     ),
     401: NOT_AUTHENTICATED,
     403: error("permission_denied: the pause has an owner, and it is neither this user nor staff."),
