@@ -279,7 +279,9 @@ def test_a_well_formed_cursor_at_the_edge_of_time_is_an_empty_page(staff: APICli
 
 
 @pytest.mark.parametrize("username", ["a\x00b", "\x00", "u" * 300])
-@pytest.mark.parametrize("path", [PAUSES, pause_url("j"), CHECKPOINTS, checkpoint_url(1), UNRESUMABLE, RESUME])
+@pytest.mark.parametrize(
+    "path", [PAUSES, pause_url("j"), CHECKPOINTS, checkpoint_url(1), UNRESUMABLE, RESUME]
+)
 def test_basic_credentials_the_database_cannot_compare_are_refused_not_a_500(
     username: str, path: str
 ) -> None:

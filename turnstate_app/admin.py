@@ -13,17 +13,23 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.forms import ModelForm
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.timesince import timesince
 from django.utils.translation import gettext_lazy as _
 
+from turnstate_app import admin_display
+from turnstate_app.admin_display import VALUE_PREVIEW_CHARS, pretty
 from turnstate_app.models import CheckpointMetadata, Pause, RowKind, UnresumablePause
+
+__all__ = ["VALUE_PREVIEW_CHARS"]
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Any]
@@ -113,7 +119,9 @@ class UncountedChangeList(WithoutValues):
         self.has_more = len(rows) > self.list_per_page
         self.result_list = rows[: self.list_per_page]
         self.result_count = offset + len(self.result_list)
-        self.full_result_count = None
+        # The search bar's "N results (Show all)" appears when these differ: it would call the
+        # rows so far a total. The footer says what is known ("so far; more on the next page").
+        self.full_result_count = self.result_count
         self.show_full_result_count = False
         self.show_admin_actions = False
         self.can_show_all = False
@@ -129,8 +137,17 @@ class ReadOnlyAdmin(ModelAdmin):
     show_full_result_count = False
     list_per_page = 100
 
+    class Media:
+        css = {"all": ("turnstate_app/admin.css",)}
+
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return GuardedChangeList
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        """Help texts escaped: the admin renders them as HTML, and ``<tool_call_id>`` is a key's text."""
+        texts = {field.name: escape(field.help_text) for field in self.model._meta.fields if field.help_text}
+        form: type[ModelForm[Any]] = super().get_form(request, obj, change, help_texts=texts, **kwargs)
+        return form
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -148,9 +165,47 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
     list_filter = (KindFilter, AgeFilter)
     search_fields = ("=thread_id", "=checkpoint_id", "key")
     ordering = ("-pk",)  # newest first, by the primary key's index (created_at has none of its own)
+    show_facets = admin.ShowFacets.NEVER  # "Show counts" would COUNT the whole store per filter
+    fields = (
+        "thread_id",
+        "checkpoint_id",
+        "key",
+        "kind",
+        "pause",
+        "task_id",
+        "created_at",
+        "updated_at",
+        "pretty_value",
+    )
+    readonly_fields = ("pause", "pretty_value")
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return UncountedChangeList
+
+    def get_urls(self) -> list[URLPattern]:
+        whole = path(
+            "<path:object_id>/value/",
+            self.admin_site.admin_view(self.value_view),
+            name="turnstate_app_checkpointmetadata_value",
+        )
+        return [whole, *super().get_urls()]
+
+    def value_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The whole value, pretty-printed, as plain text: for values the row's page cuts short."""
+        row = self.get_object(request, object_id)
+        if row is None:
+            raise Http404
+        if not self.has_view_permission(request, row):
+            raise PermissionDenied
+        return HttpResponse(pretty(row.value), content_type="text/plain; charset=utf-8")
+
+    @admin.display(description=_("pause"))
+    def pause(self, row: CheckpointMetadata) -> str:
+        return admin_display.pause_links(row)
+
+    @admin.display(description=_("value"))
+    def pretty_value(self, row: CheckpointMetadata) -> str:
+        return admin_display.value_block(row)
 
 
 @admin.register(Pause)
@@ -169,6 +224,43 @@ class PauseAdmin(ReadOnlyAdmin):
     list_select_related = ("owner",)
     search_fields = ("=jti", "=thread_id", "=session_id", "=run_id", "request_key")
     ordering = ("-pk",)  # newest first, by the primary key's index
+    readonly_fields = ("question", "answer", "store_rows")
+    fieldsets = (
+        (None, {"fields": ("jti", "status", "resumable", "owner", "question", "answer", "store_rows")}),
+        (
+            _("claims"),
+            {
+                "fields": (
+                    "run_id",
+                    "session_id",
+                    "thread_id",
+                    "checkpoint_id",
+                    "scope_hash",
+                    "tool_call_id",
+                    "interrupt_id",
+                    "name",
+                    "request_key",
+                )
+            },
+        ),
+        (_("times"), {"fields": ("created_at", "answered_at", "expires_at", "handed_off_at")}),
+    )
+
+    @admin.display(description=_("question (request)"))
+    def question(self, pause: Pause) -> str:
+        row = admin_display.rows_of(pause).get(pause.request_key)
+        return admin_display.value_block(row) if row is not None else str(_("— (the request row is gone)"))
+
+    @admin.display(description=_("answer"))
+    def answer(self, pause: Pause) -> str:
+        from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
+
+        row = admin_display.rows_of(pause).get(ANSWER_KEY_PREFIX + pause.jti)
+        return admin_display.value_block(row) if row is not None else str(_("— (not answered yet)"))
+
+    @admin.display(description=_("rows in the store"))
+    def store_rows(self, pause: Pause) -> str:
+        return admin_display.store_rows(pause)
 
 
 class ReasonFilter(admin.SimpleListFilter):
@@ -196,6 +288,7 @@ class UnresumablePauseAdmin(ReadOnlyAdmin):
     list_filter = (ReasonFilter, AgeFilter)
     search_fields = ("=thread_id", "=jti", "key")
     ordering = ("-created_at",)
+    show_facets = admin.ShowFacets.NEVER  # "Show counts" would judge every request row per filter
     # A page costs one probe of the ledger per request row read until it is full: with 1% of
     # request rows unresumable, 50 rows read ~5k request rows (~60 ms at 1M rows on PostgreSQL).
     list_per_page = 50
