@@ -20,7 +20,7 @@ help:
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
 	@echo "make test-e2e      the admin in headless Chromium (installs chromium with apt)"
-	@echo "make screenshot    docs/img/admin-unresumable.png, from the same browser run"
+	@echo "make screenshot    docs/img/admin-*.png (1440 and 1024 px), from the same browser run"
 	@echo "make lint          ruff + mypy"
 	@echo "make bench         benchmarks (bench/)"
 	@echo "make dist          wheel and sdist in dist/, checked with twine"
@@ -79,7 +79,7 @@ test-e2e: $(VENV)/.installed-e2e | browser
 
 screenshot: $(VENV)/.installed-e2e | browser
 	mkdir -p docs/img
-	SE_OFFLINE=true DATABASE_URL= TURNSTATE_SCREENSHOT=docs/img/admin-unresumable.png \
+	SE_OFFLINE=true DATABASE_URL= TURNSTATE_SCREENSHOTS=docs/img \
 		$(VENV)/bin/pytest -q -m e2e tests/test_admin_e2e.py
 
 lint: install

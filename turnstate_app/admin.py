@@ -313,9 +313,11 @@ class UnresumablePauseAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("reason"))
     def reason(self, row: UnresumablePause) -> str:
-        """The reason's first half; the whole of it on hover and on the row's page."""
+        """The reason's headline ("turn state not recorded", "no ledger row"); the whole of it on
+        hover and on the row's page, so the column stays one line beside the ids."""
         what, _colon, _why = row.reason.partition(": ")
-        return format_html('<span title="{}">{}</span>', row.reason, what)
+        headline = what.split(" (", 1)[0]
+        return format_html('<span class="turnstate-reason" title="{}">{}</span>', row.reason, headline)
 
     @admin.display(description=_("reason"))
     def full_reason(self, row: UnresumablePause) -> str:
