@@ -106,6 +106,16 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 
+# Not gating: 8 processes minting and answering over HTTP against PostgreSQL (bench/soak.py).
+SOAK_MINUTES ?= 5
+
+$(VENV)/.installed-soak: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,soak]'
+	@touch $@
+
+soak: $(VENV)/.installed-soak
+	$(VENV)/bin/python bench/soak.py --database $(BENCH_PG)turnstate_soak --minutes $(SOAK_MINUTES)
+
 $(VENV)/.installed-dist: $(VENV)/.installed
 	$(VENV)/bin/python -m pip install -q -e '.[test,dist]'
 	@touch $@
