@@ -73,7 +73,7 @@ def answer(base_url: str, api_token: str, token: str, value: Any) -> int:
 def worker(
     index: int, database_url: str, base_url: str, api_token: str, deadline: float, tokens: Any, results: Any
 ) -> None:
-    """Mint a pause, offer its token twice, answer whichever token comes next; until the deadline."""
+    """Mint a pause, offer its token twice, answer the next two tokens offered; until the deadline."""
     setup_django(database_url)
     from django.contrib.auth import get_user_model
 
@@ -98,12 +98,13 @@ def worker(
         results.put(("minted", minted.claims.jti, 0, None))
         tokens.put((minted.claims.jti, minted.token))
         tokens.put((minted.claims.jti, minted.token))
-        try:
-            jti, token = tokens.get(timeout=5)
-        except queue.Empty:
-            continue
-        value = {"by": index, "n": n}
-        results.put(("answer", jti, answer(base_url, api_token, token, value), value))
+        for _ in range(2):  # as many answers as tokens offered, so the queue stays short
+            try:
+                jti, token = tokens.get(timeout=5)
+            except queue.Empty:
+                break
+            value = {"by": index, "n": n}
+            results.put(("answer", jti, answer(base_url, api_token, token, value), value))
 
 
 def rss(pid: int) -> int:
@@ -170,20 +171,26 @@ def main() -> int:
         for process in workers:
             process.start()
         events: list[tuple[str, str, int, Any]] = []
+        offered: list[tuple[str, str]] = []  # tokens left once the workers stop taking them
         rss_minute_1: int | None = None
         while any(process.is_alive() for process in workers) or not results.empty():
             with contextlib.suppress(queue.Empty):
-                events.append(results.get(timeout=1))
+                events.append(results.get(timeout=0.5))
+            if time.monotonic() > deadline:
+                # Read what the workers still offer, or their queues never flush and they never exit.
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        offered.append(tokens.get_nowait())
             if rss_minute_1 is None and time.monotonic() - start >= 60:
                 rss_minute_1 = rss(server.pid)
-        while True:  # the tokens still offered once more: answer them, so each is tried twice
-            try:
-                jti, token = tokens.get(timeout=1)
-            except queue.Empty:
-                break
-            events.append(
-                ("answer", jti, answer(base_url, api_token, token, {"by": "drain"}), {"by": "drain"})
-            )
+        with contextlib.suppress(queue.Empty):
+            while True:
+                offered.append(tokens.get(timeout=1))
+        for jti, token in offered:  # each token is tried twice in all: the second try is here
+            drained = {"by": "drain"}
+            events.append(("answer", jti, answer(base_url, api_token, token, drained), drained))
+        for process in workers:
+            process.join(10)
         rss_end = rss(server.pid)
     finally:
         server.terminate()
