@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 lint demo bench clean
+.PHONY: dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -20,9 +20,11 @@ help:
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
 	@echo "make test-e2e      the admin in headless Chromium (installs chromium with apt)"
-	@echo "make screenshot    docs/img/admin-unresumable.png, from the same browser run"
+	@echo "make screenshot    docs/img/admin-*.png (1440 and 1024 px), from the same browser run"
 	@echo "make lint          ruff, import layers (lint-imports), mypy"
 	@echo "make bench         benchmarks (bench/)"
+	@echo "make dist          wheel and sdist in dist/, checked with twine"
+	@echo "make soak          8 processes answering over HTTP on PostgreSQL (SOAK_MINUTES=5)"
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -77,7 +79,7 @@ test-e2e: $(VENV)/.installed-e2e | browser
 
 screenshot: $(VENV)/.installed-e2e | browser
 	mkdir -p docs/img
-	SE_OFFLINE=true DATABASE_URL= TURNSTATE_SCREENSHOT=docs/img/admin-unresumable.png \
+	SE_OFFLINE=true DATABASE_URL= TURNSTATE_SCREENSHOTS=docs/img \
 		$(VENV)/bin/pytest -q -m e2e tests/test_admin_e2e.py
 
 lint: install
@@ -107,5 +109,25 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 
+# Not gating: 8 processes minting and answering over HTTP against PostgreSQL (bench/soak.py).
+SOAK_MINUTES ?= 5
+
+$(VENV)/.installed-soak: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,soak]'
+	@touch $@
+
+soak: $(VENV)/.installed-soak
+	$(VENV)/bin/python bench/soak.py --database $(BENCH_PG)turnstate_soak --minutes $(SOAK_MINUTES)
+
+$(VENV)/.installed-dist: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e '.[test,dist]'
+	@touch $@
+
+# The wheel and the sdist (which carries the suite: tests/test_sdist.py), then twine's check.
+dist: $(VENV)/.installed-dist
+	rm -rf dist
+	$(VENV)/bin/python -m build --outdir dist
+	$(VENV)/bin/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache dist build

@@ -1,8 +1,8 @@
 """The unresumable page as an operator sees it: a real Chromium, logged in through the admin's form.
 
 Run by ``make test-e2e`` (which installs Debian's ``chromium`` and ``chromium-driver``);
-deselected from the normal run. With ``TURNSTATE_SCREENSHOT=<path>`` the same run saves the
-page as a PNG (``make screenshot``).
+deselected from the normal run. With ``TURNSTATE_SCREENSHOTS=<folder>`` the same run saves the
+pages as PNGs at 1440 and 1024 px (``make screenshot``: ``docs/img/``).
 """
 
 from __future__ import annotations
@@ -76,7 +76,85 @@ def test_an_operator_sees_both_kinds_of_unresumable_pauses(
     assert any("legacy-5" in row and "interrupt_payload:int-5" in row and no_ledger in row for row in rows)
     assert not any("thread-1" in row or "thread-2" in row for row in rows)
 
-    if target := os.environ.get("TURNSTATE_SCREENSHOT"):
+    if folder := os.environ.get("TURNSTATE_SCREENSHOTS"):
+        for width in WIDTHS:  # with the navigation sidebar open, as an operator first sees it
+            shoot(browser, folder, f"admin-unresumable-{width}.png", width)
         browser.find_element(By.ID, "toggle-nav-sidebar").click()  # the list, not the menu
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-        assert browser.save_screenshot(target)
+        shoot(browser, folder, "admin-unresumable.png", 1280)
+
+
+WIDTHS = (1440, 1024)
+
+
+def shoot(browser: Any, folder: str, name: str, width: int, height: int = 900) -> None:
+    browser.set_window_size(width, height)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(Path(folder) / name))
+
+
+def log_in(browser: Any, live_server: Any, admin_user: Any, next_url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{live_server.url}/admin/login/?next={next_url}")
+    browser.find_element(By.NAME, "username").send_keys(admin_user.username)
+    browser.find_element(By.NAME, "password").send_keys("password")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+
+LINE_HEIGHT = "return parseFloat(getComputedStyle(arguments[0]).lineHeight)"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_reason_stays_readable_with_the_sidebar_open(
+    live_server: Any, browser: Any, admin_user: Any, width: int
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    for n in range(3):
+        lost(n, thread_id=f"support-chat-{n}")
+        legacy_request(10 + n)
+    browser.set_window_size(width, 900)
+    log_in(browser, live_server, admin_user, "/admin/turnstate_app/unresumablepause/")
+
+    assert browser.find_element(By.ID, "nav-sidebar").is_displayed()
+    for cell in browser.find_elements(By.CSS_SELECTOR, "#result_list td.field-reason"):
+        line = float(browser.execute_script(LINE_HEIGHT, cell))
+        assert cell.size["height"] < 2.5 * line + 12, (cell.text, cell.size)  # at most two lines
+
+
+def test_an_operator_reads_a_pause_its_question_answer_and_rows(
+    live_server: Any, browser: Any, admin_user: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from turnstate_app.models import CheckpointMetadata, Pause
+
+    minted = answered(
+        7,
+        thread_id="support-chat-7",
+        request={"question": "Which week suits the team?", "options": ["May 4", "May 11"]},
+    )
+    pause = Pause.objects.get(jti=minted.claims.jti)
+    log_in(browser, live_server, admin_user, f"/admin/turnstate_app/pause/{pause.pk}/change/")
+
+    page = browser.find_element(By.ID, "content").text
+    assert '"question": "Which week suits the team?"' in page
+    assert '"a": 7' in page  # the answer
+    links = [a.text for a in browser.find_elements(By.CSS_SELECTOR, ".field-store_rows a")]
+    assert links == [
+        "ask_user_request:call-7",
+        f"turn_state:{minted.claims.jti}",
+        f"answer:{minted.claims.jti}",
+    ]
+    folder = os.environ.get("TURNSTATE_SCREENSHOTS")
+    for width in WIDTHS if folder else ():
+        shoot(browser, str(folder), f"admin-pause-{width}.png", width, 1100)
+
+    browser.find_element(By.LINK_TEXT, f"turn_state:{minted.claims.jti}").click()
+    row = CheckpointMetadata.objects.get(key=f"turn_state:{minted.claims.jti}")
+    assert browser.current_url.endswith(f"/checkpointmetadata/{row.pk}/change/")
+    assert minted.claims.jti in browser.find_element(By.CSS_SELECTOR, ".field-pause").text
+    value = browser.find_element(By.CSS_SELECTOR, "pre.turnstate-value").text
+    assert value.startswith("{\n") and '\n  "' in value  # pretty-printed, not one line
+    for width in WIDTHS if folder else ():
+        shoot(browser, str(folder), f"admin-row-{width}.png", width, 1100)

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 from django.core.exceptions import DisallowedHost, PermissionDenied, RequestDataTooBig
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DataError, InterfaceError, OperationalError, connections
 from django.test import Client
 from rest_framework import views
 from rest_framework.renderers import BrowsableAPIRenderer
@@ -162,11 +162,14 @@ def test_only_json_is_rendered_even_when_html_is_asked_for(staff: APIClient) -> 
         checkpoint_url("1.0"),
         checkpoint_url("١"),  # a digit, but not an ASCII one
         checkpoint_url("abc"),
-        f"{API}",
-        f"{API}nope/",
         f"{API}pauses",  # no trailing slash: no redirect, a JSON 404
+        f"{API}checkpoints",
         f"{PAUSES}x/y/z/",
-        f"{API}%00/",
+        f"{PAUSES}%00/",
+        f"{API}pauses%00",
+        pause_url("a%0Ab"),  # a control character: no route, like NUL
+        pause_url("%0A"),
+        pause_url("a%7Fb"),
     ],
 )
 def test_bad_ids_and_unknown_paths_are_json_404s(staff: APIClient, path: str) -> None:
@@ -212,7 +215,7 @@ def test_ids_the_routes_accept_but_nothing_has_are_404s(staff: APIClient, path: 
         *[
             (f"{base}?page_size={size}", "page_size")
             for base in (PAUSES, CHECKPOINTS, UNRESUMABLE)
-            for size in ("-1", "0", "201", "10" + "0" * 30, "abc", "1.5", "%00", "%D9%A1", "+5", "%205")
+            for size in ("", "-1", "0", "201", "10" + "0" * 30, "abc", "1.5", "%00", "%D9%A1", "+5", "%205")
         ],
     ],
 )
@@ -265,6 +268,21 @@ def test_a_well_formed_cursor_at_the_edge_of_time_is_an_empty_page(staff: APICli
         for base in (PAUSES, CHECKPOINTS, UNRESUMABLE):
             response = staff.get(base, {"cursor": position(edge)})
             assert response.status_code == 200, response.content
+
+
+@pytest.mark.parametrize("username", ["a\x00b", "\x00", "u" * 300])
+@pytest.mark.parametrize(
+    "path", [PAUSES, pause_url("j"), CHECKPOINTS, checkpoint_url(1), UNRESUMABLE, RESUME]
+)
+def test_basic_credentials_the_database_cannot_compare_are_refused_not_a_500(
+    username: str, path: str
+) -> None:
+    credentials = base64.b64encode(f"{username}:pw".encode()).decode()
+    client = APIClient()
+    for method in ("get", "post"):
+        response = getattr(client, method)(path, HTTP_AUTHORIZATION=f"Basic {credentials}")
+        assert response.status_code in (400, 401, 403, 405), response.content
+        assert response["Content-Type"] == "application/json"
 
 
 def test_unicode_and_unknown_query_parameters_are_harmless(staff: APIClient) -> None:
@@ -389,6 +407,7 @@ def test_no_request_that_is_refused_writes(users: dict[str, Any]) -> None:
         (InterfaceError("connection already closed"), 503, {"code": "unavailable"}),
         (RequestDataTooBig("big"), 413, {"code": "too_large"}),
         (DisallowedHost("evil.example"), 400, {"code": "bad_request"}),
+        (DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"), 400, {"code": "bad_request"}),
         (
             CheckpointFieldError("thread_id", "is 300 characters long"),
             400,

@@ -34,7 +34,28 @@ def test_detail_is_the_ledger_row_without_transcript(users: dict[str, Any]) -> N
     assert (body["status"], body["resumable"], body["owner"]) == ("pending", True, users["owner"].pk)
     assert body["answered_at"] is None and body["handed_off_at"] is None
     assert "SECRET" not in json.dumps(body)
-    assert not {"prompt", "messages", "token", "request"} & set(body)
+    assert not {"prompt", "messages", "token"} & set(body)
+
+
+def test_detail_and_list_carry_the_question_for_whoever_may_see_the_pause(users: dict[str, Any]) -> None:
+    question = {"question": "Which date?", "options": ["May 4", "May 11"], "note": "é 😀"}
+    minted = mint(owner=users["owner"], request=question)
+    for who in ("owner", "staff"):
+        client = client_for(users[who])
+        assert client.get(pause_url(minted.claims.jti)).json()["request"] == question
+        assert [row["request"] for row in client.get(PAUSES).json()["results"]] == [question]
+    assert client_for(users["other"]).get(pause_url(minted.claims.jti)).status_code == 404
+    assert client_for(users["other"]).get(PAUSES).json()["results"] == []
+
+
+def test_a_pause_whose_request_row_is_gone_or_unreadable_reads_null(staff: APIClient) -> None:
+    gone = PauseFactory.create()
+    unreadable = mint()
+    CheckpointMetadata.objects.filter(key=f"ask_user_request:{unreadable.claims.tool_call_id}").update(
+        value="{not json"
+    )
+    assert staff.get(pause_url(gone.jti)).json()["request"] is None
+    assert staff.get(pause_url(unreadable.claims.jti)).json()["request"] is None
 
 
 def test_a_pending_pause_past_its_age_reads_expired(staff: APIClient) -> None:
@@ -148,14 +169,18 @@ def test_page_size_default_and_cap(staff: APIClient) -> None:
 
 @pytest.mark.parametrize("rows", [5, 50])
 def test_list_costs_one_query_whatever_the_page_holds(users: dict[str, Any], rows: int) -> None:
-    for _ in range(rows):
-        PauseFactory.create(owner=users["owner"])
+    for n in range(rows):
+        if n % 5:
+            PauseFactory.create(owner=users["owner"])
+        else:
+            mint(owner=users["owner"])  # with a request row for the page to read
     for who in ("staff", "owner"):
         client = APIClient()
         client.force_authenticate(users[who])  # no session lookups: only the list's own queries
         with CaptureQueriesContext(connection) as queries:
             response = client.get(f"{PAUSES}?page_size=50&status=pending")
         assert len(response.json()["results"]) == rows
+        assert sum(row["request"] is not None for row in response.json()["results"]) == rows // 5
         assert len(queries.captured_queries) == 1, [q["sql"] for q in queries.captured_queries]
 
 

@@ -15,11 +15,11 @@ from tests.api_support import API, client_for
 
 OPERATIONS = {
     ("/api/turnstate/pauses/", "get"): {200, 400, 401, 403, 503},
-    ("/api/turnstate/pauses/{jti}/", "get"): {200, 401, 403, 404, 503},
+    ("/api/turnstate/pauses/{jti}/", "get"): {200, 400, 401, 403, 404, 503},
     ("/api/turnstate/pauses/resume/", "post"): {200, 400, 401, 403, 404, 409, 410, 413, 415, 503},
     ("/api/turnstate/pauses/unresumable/", "get"): {200, 400, 401, 403, 503},
     ("/api/turnstate/checkpoints/", "get"): {200, 400, 401, 403, 503},
-    ("/api/turnstate/checkpoints/{id}/", "get"): {200, 401, 403, 404, 503},
+    ("/api/turnstate/checkpoints/{id}/", "get"): {200, 400, 401, 403, 404, 503},
 }
 
 
@@ -106,3 +106,18 @@ def test_urls_are_namespaced() -> None:
     assert reverse("turnstate:pause-unresumable") == "/api/turnstate/pauses/unresumable/"
     assert reverse("turnstate:checkpoint-list") == "/api/turnstate/checkpoints/"
     assert reverse("turnstate:checkpoint-detail", args=[7]) == "/api/turnstate/checkpoints/7/"
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/turnstate/pauses/", "/api/turnstate/checkpoints/", "/api/turnstate/pauses/unresumable/"]
+)
+def test_page_size_is_described_with_its_bounds(schema: dict[str, Any], path: str) -> None:
+    (page_size,) = [p for p in schema["paths"][path]["get"]["parameters"] if p["name"] == "page_size"]
+    assert page_size["schema"] == {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}
+    assert page_size["required"] is False
+
+
+def test_a_pause_carries_its_request_and_never_a_transcript(schema: dict[str, Any]) -> None:
+    pause = schema["components"]["schemas"]["TurnstatePause"]["properties"]
+    assert pause["request"]["nullable"] is True and pause["request"]["readOnly"] is True
+    assert not {"prompt", "messages", "token", "answer"} & set(pause)

@@ -140,3 +140,30 @@ def test_readme_lists_exactly_the_ids_the_code_raises() -> None:
     code = {found for path in sources for found in re.findall(r"turnstate\.[EW]\d{3}", path.read_text())}
     readme = set(re.findall(r"turnstate\.[EW]\d{3}", (root / "README.md").read_text()))
     assert code == readme
+
+
+def routing_ids(settings: Any, *routers: str) -> list[str]:
+    from turnstate_app.checks import check_databases
+
+    settings.DATABASE_ROUTERS = [f"tests.routers.{name}" for name in routers]
+    return [str(message.id) for message in check_databases()]
+
+
+def test_routing_defaults_pass(settings: Any) -> None:
+    assert routing_ids(settings) == []
+    assert routing_ids(settings, "EverythingTogether") == []
+
+
+@pytest.mark.parametrize("router", ["TurnstateElsewhere", "LedgerWithoutUsers"])
+def test_e012_the_ledger_routed_away_from_the_user_table(settings: Any, router: str) -> None:
+    assert routing_ids(settings, router) == ["turnstate.E012"]
+
+
+def test_e013_the_ledger_and_the_store_written_to_different_databases(settings: Any) -> None:
+    assert routing_ids(settings, "StoreApart") == ["turnstate.E013"]
+
+
+def test_manage_py_check_refuses_the_app_routed_away_from_its_users(settings: Any) -> None:
+    settings.DATABASE_ROUTERS = ["tests.routers.TurnstateElsewhere"]
+    with pytest.raises(SystemCheckError, match=r"turnstate\.E010"):
+        call_command("check", stdout=StringIO(), stderr=StringIO())

@@ -331,3 +331,20 @@ def test_16_a_resume_behind_an_empty_replica_still_finds_the_turn(settings: Any)
     resumed = resume_pause(minted.token, "from the primary")
     assert resumed.checkpoint is not None
     assert Pause.objects.using("default").get().status == "answered"
+
+
+def test_8_the_admin_lists_and_filters_by_the_effective_status(staff_client: Any) -> None:
+    overdue = mint(80)
+    current = mint(81)
+    Pause.objects.filter(jti=overdue.claims.jti).update(expires_at=timezone.now())
+    client = staff_client("view_pause")
+    url = "/admin/turnstate_app/pause/"
+
+    def listed(status: str) -> set[str]:
+        page = client.get(url, {"status__exact": status}).content.decode()
+        return {jti for jti in (overdue.claims.jti, current.claims.jti) if jti in page}
+
+    assert listed("expired") == {overdue.claims.jti}
+    assert listed("pending") == {current.claims.jti}
+    detail = client.get(f"{url}{Pause.objects.get(jti=overdue.claims.jti).pk}/change/").content.decode()
+    assert "expired" in detail

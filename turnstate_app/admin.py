@@ -13,17 +13,24 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.forms import ModelForm
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.timesince import timesince
 from django.utils.translation import gettext_lazy as _
 
-from turnstate_app.models import CheckpointMetadata, Pause, RowKind, UnresumablePause
+from turnstate_app import admin_display
+from turnstate_app.admin_display import VALUE_PREVIEW_CHARS, pretty
+from turnstate_app.managers import EFFECTIVE_STATUS
+from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, RowKind, UnresumablePause
+
+__all__ = ["VALUE_PREVIEW_CHARS"]
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Any]
@@ -68,7 +75,43 @@ class KindFilter(admin.SimpleListFilter):
         return queryset.filter(kind=self.value()) if self.value() in RowKind.values else queryset
 
 
-class WithoutValues(ChangeList):
+class EffectiveStatusFilter(admin.SimpleListFilter):
+    """By the status an answer now would meet: a pending pause past its age is listed as expired.
+
+    Keeps the field filter's parameter (``status__exact``), so links to it keep working.
+    """
+
+    title = _("status")
+    parameter_name = "status__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return list(PauseStatus.choices)
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value not in PauseStatus.values:
+            return queryset
+        return queryset.in_effective_status(str(value), timezone.now())  # type: ignore[attr-defined, no-any-return]
+
+
+# The largest row offset every database accepts (PostgreSQL's and MariaDB's limits are signed).
+MAX_OFFSET = 2**31 - 1
+
+
+class GuardedChangeList(ChangeList):
+    """Refuses a NUL anywhere in the query string as the admin refuses any bad lookup (``?e=1``).
+
+    PostgreSQL cannot hold NUL in text, so a filter or search carrying one would otherwise
+    fail in the database, as a 500, instead of being a bad request.
+    """
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
+        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+            raise IncorrectLookupParameters("NUL in the query string")
+        return super().get_queryset(request, exclude_parameters)
+
+
+class WithoutValues(GuardedChangeList):
     """Lists store rows without loading ``value`` (up to MAX_VALUE_BYTES each); the detail shows it."""
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
@@ -87,16 +130,18 @@ class UncountedChangeList(WithoutValues):
     has_more = False
 
     def get_results(self, request: HttpRequest) -> None:
-        if self.page_num < 1:
-            raise IncorrectLookupParameters
         offset = (self.page_num - 1) * self.list_per_page
+        if self.page_num < 1 or offset + self.list_per_page + 1 > MAX_OFFSET:
+            raise IncorrectLookupParameters
         rows = list(self.queryset[offset : offset + self.list_per_page + 1])
         if not rows and self.page_num > 1:
             raise IncorrectLookupParameters
         self.has_more = len(rows) > self.list_per_page
         self.result_list = rows[: self.list_per_page]
         self.result_count = offset + len(self.result_list)
-        self.full_result_count = None
+        # The search bar's "N results (Show all)" appears when these differ: it would call the
+        # rows so far a total. The footer says what is known ("so far; more on the next page").
+        self.full_result_count = self.result_count
         self.show_full_result_count = False
         self.show_admin_actions = False
         self.can_show_all = False
@@ -111,6 +156,18 @@ class ReadOnlyAdmin(ModelAdmin):
     actions = None
     show_full_result_count = False
     list_per_page = 100
+
+    class Media:
+        css = {"all": ("turnstate_app/admin.css",)}
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return GuardedChangeList
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        """Help texts escaped: the admin renders them as HTML, and ``<tool_call_id>`` is a key's text."""
+        texts = {field.name: escape(field.help_text) for field in self.model._meta.fields if field.help_text}
+        form: type[ModelForm[Any]] = super().get_form(request, obj, change, help_texts=texts, **kwargs)
+        return form
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -128,9 +185,47 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
     list_filter = (KindFilter, AgeFilter)
     search_fields = ("=thread_id", "=checkpoint_id", "key")
     ordering = ("-pk",)  # newest first, by the primary key's index (created_at has none of its own)
+    show_facets = admin.ShowFacets.NEVER  # "Show counts" would COUNT the whole store per filter
+    fields = (
+        "thread_id",
+        "checkpoint_id",
+        "key",
+        "kind",
+        "pause",
+        "task_id",
+        "created_at",
+        "updated_at",
+        "pretty_value",
+    )
+    readonly_fields = ("pause", "pretty_value")
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return UncountedChangeList
+
+    def get_urls(self) -> list[URLPattern]:
+        whole = path(
+            "<path:object_id>/value/",
+            self.admin_site.admin_view(self.value_view),
+            name="turnstate_app_checkpointmetadata_value",
+        )
+        return [whole, *super().get_urls()]
+
+    def value_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The whole value, pretty-printed, as plain text: for values the row's page cuts short."""
+        row = self.get_object(request, object_id)
+        if row is None:
+            raise Http404
+        if not self.has_view_permission(request, row):
+            raise PermissionDenied
+        return HttpResponse(pretty(row.value), content_type="text/plain; charset=utf-8")
+
+    @admin.display(description=_("pause"))
+    def pause(self, row: CheckpointMetadata) -> str:
+        return admin_display.pause_links(row)
+
+    @admin.display(description=_("value"))
+    def pretty_value(self, row: CheckpointMetadata) -> str:
+        return admin_display.value_block(row)
 
 
 @admin.register(Pause)
@@ -138,17 +233,67 @@ class PauseAdmin(ReadOnlyAdmin):
     list_display = (
         "jti",
         "thread_id",
-        "status",
+        "effective_status",
         "resumable",
         "owner",
         "created_at",
         "answered_at",
         "expires_at",
     )
-    list_filter = ("status", "resumable", AgeFilter)
+    list_filter = (EffectiveStatusFilter, "resumable", AgeFilter)
     list_select_related = ("owner",)
     search_fields = ("=jti", "=thread_id", "=session_id", "=run_id", "request_key")
     ordering = ("-pk",)  # newest first, by the primary key's index
+    readonly_fields = ("effective_status", "question", "answer", "store_rows")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Pause]:
+        return super().get_queryset(request).with_effective_status(timezone.now())  # type: ignore[attr-defined, no-any-return]
+
+    @admin.display(description=_("status"), ordering="status")
+    def effective_status(self, pause: Pause) -> str:
+        """What an answer now would meet: the ledger marks a pending pause expired only later."""
+        status = getattr(pause, EFFECTIVE_STATUS, None) or pause.status
+        return str(PauseStatus(status).label)
+
+    fieldsets = (
+        (
+            None,
+            {"fields": ("jti", "effective_status", "resumable", "owner", "question", "answer", "store_rows")},
+        ),
+        (
+            _("claims"),
+            {
+                "fields": (
+                    "run_id",
+                    "session_id",
+                    "thread_id",
+                    "checkpoint_id",
+                    "scope_hash",
+                    "tool_call_id",
+                    "interrupt_id",
+                    "name",
+                    "request_key",
+                )
+            },
+        ),
+        (_("times"), {"fields": ("created_at", "answered_at", "expires_at", "handed_off_at")}),
+    )
+
+    @admin.display(description=_("question (request)"))
+    def question(self, pause: Pause) -> str:
+        row = admin_display.rows_of(pause).get(pause.request_key)
+        return admin_display.value_block(row) if row is not None else str(_("— (the request row is gone)"))
+
+    @admin.display(description=_("answer"))
+    def answer(self, pause: Pause) -> str:
+        from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
+
+        row = admin_display.rows_of(pause).get(ANSWER_KEY_PREFIX + pause.jti)
+        return admin_display.value_block(row) if row is not None else str(_("— (not answered yet)"))
+
+    @admin.display(description=_("rows in the store"))
+    def store_rows(self, pause: Pause) -> str:
+        return admin_display.store_rows(pause)
 
 
 class ReasonFilter(admin.SimpleListFilter):
@@ -176,6 +321,7 @@ class UnresumablePauseAdmin(ReadOnlyAdmin):
     list_filter = (ReasonFilter, AgeFilter)
     search_fields = ("=thread_id", "=jti", "key")
     ordering = ("-created_at",)
+    show_facets = admin.ShowFacets.NEVER  # "Show counts" would judge every request row per filter
     # A page costs one probe of the ledger per request row read until it is full: with 1% of
     # request rows unresumable, 50 rows read ~5k request rows (~60 ms at 1M rows on PostgreSQL).
     list_per_page = 50
@@ -200,9 +346,11 @@ class UnresumablePauseAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("reason"))
     def reason(self, row: UnresumablePause) -> str:
-        """The reason's first half; the whole of it on hover and on the row's page."""
+        """The reason's headline ("turn state not recorded", "no ledger row"); the whole of it on
+        hover and on the row's page, so the column stays one line beside the ids."""
         what, _colon, _why = row.reason.partition(": ")
-        return format_html('<span title="{}">{}</span>', row.reason, what)
+        headline = what.split(" (", 1)[0]
+        return format_html('<span class="turnstate-reason" title="{}">{}</span>', row.reason, headline)
 
     @admin.display(description=_("reason"))
     def full_reason(self, row: UnresumablePause) -> str:

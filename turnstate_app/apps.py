@@ -13,13 +13,14 @@ class TurnstateConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from turnstate_app.checks import check_packet_limit, check_settings
+        from turnstate_app.checks import check_databases, check_packet_limit, check_settings
         from turnstate_app.conf import conf
         from turnstate_app.ports.default import reset_default_store
         from turnstate_app.retention import erase_owned_pauses
 
         checks.register(check_settings, "turnstate")
         checks.register(check_packet_limit, "turnstate", checks.Tags.database)
+        checks.register(check_databases, "turnstate")
         setting_changed.connect(conf.reset, dispatch_uid="turnstate_reset_conf")
         setting_changed.connect(reset_default_store, dispatch_uid="turnstate_reset_store")
         # A deleted person's pauses cascade; this removes the rows those pauses left in the store.

@@ -6,7 +6,10 @@ import inspect
 import math
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.checks import CheckMessage, Error, Warning
+from django.db import router
 from django.utils.module_loading import import_string
 
 from turnstate_app.conf import DEFAULTS, conf
@@ -200,3 +203,45 @@ def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
             id="turnstate.W002",
         )
     ]
+
+
+def check_databases(**_: Any) -> list[CheckMessage]:
+    """The app's routing: the ledger beside the user table, and the ledger beside the store.
+
+    ``Pause.owner`` is a foreign key to the user model, which Django cannot hold across
+    databases (migrate would fail creating it); and a resume consumes the ledger row and
+    stores the answer in one transaction, which cannot span two databases.
+    """
+    from turnstate_app.models import CheckpointMetadata, Pause
+
+    user_model = get_user_model()
+    ledger = router.db_for_write(Pause)
+    users = router.db_for_write(user_model)
+    without_users = [
+        alias
+        for alias in settings.DATABASES
+        if router.allow_migrate_model(alias, Pause) and not router.allow_migrate_model(alias, user_model)
+    ]
+    messages: list[CheckMessage] = []
+    if ledger != users or without_users:
+        where = f"database {without_users[0]!r}" if without_users else f"database {ledger!r}"
+        messages.append(
+            Error(
+                f"DATABASE_ROUTERS put turnstate_app's Pause in {where} without the user table "
+                f"({user_model._meta.label} is written to {users!r}): Pause.owner is a foreign key to it.",
+                hint="Route turnstate_app to the database that holds the user model (both for writes "
+                "and in allow_migrate), or route the user model along with it.",
+                id="turnstate.E012",
+            )
+        )
+    store = router.db_for_write(CheckpointMetadata)
+    if store != ledger:
+        messages.append(
+            Error(
+                f"DATABASE_ROUTERS write turnstate_app's Pause to {ledger!r} and CheckpointMetadata to "
+                f"{store!r}: a resume consumes the pause and stores the answer in one transaction.",
+                hint="Route every model of turnstate_app to the same database.",
+                id="turnstate.E013",
+            )
+        )
+    return messages

@@ -9,12 +9,16 @@ from turnstate_app.api.views import CheckpointViewSet, PauseViewSet, UnknownPath
 
 app_name = "turnstate"
 
+# pauses or checkpoints, then nothing, a slash or a control character, then anything at all.
+OWN_PATHS = r"^(?:pauses|checkpoints)(?:[/\x00-\x1f\x7f][\s\S]*)?\Z"
+
 router = SimpleRouter()
 router.register("pauses", PauseViewSet, basename="pause")
 router.register("checkpoints", CheckpointViewSet, basename="checkpoint")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     *router.urls,
-    # Last: whatever the routes above did not match is a JSON 404, not the host's HTML one.
-    re_path(r"^.*$", UnknownPathView.as_view(), name="unknown"),
+    # Last: whatever else lies under the app's own two paths is a JSON 404, not the host's HTML
+    # one; newlines included. Other paths under the prefix stay the host's (its own routes).
+    re_path(OWN_PATHS, UnknownPathView.as_view(), name="unknown"),
 ]

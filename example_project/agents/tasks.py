@@ -7,7 +7,7 @@ import os
 from agents.compat import task
 from agents.models import AgentRun
 from turnstate_app.models import Pause
-from turnstate_app.pauses.handoff import rebuild_resumed
+from turnstate_app.pauses import rebuild_resumed
 from turnstate_app.ports import get_default_store
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.signals import got_request_exception
-from django.db import InterfaceError, OperationalError
+from django.db import DataError, InterfaceError, OperationalError
 from django.utils.log import log_response
 from rest_framework import status
 from rest_framework.exceptions import ErrorDetail, ValidationError
@@ -97,6 +97,15 @@ def _known(exc: Exception, context: dict[str, Any]) -> Response | None:
         )
         # With the traceback: a missing table is an OperationalError too, and must be seen.
         _log(response, context, exc, "Service Unavailable (database): %s")
+        return response
+    if isinstance(exc, DataError):
+        # Input the database refuses to compare or store (a NUL on PostgreSQL, say, in Basic
+        # credentials the host's authentication looks up): the client's, not a bug of ours.
+        response = Response(
+            error_body("bad_request", "The request holds a value the database cannot compare or store."),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+        _log(response, context, exc, "Bad Request (database refused a value): %s")
         return response
     if isinstance(exc, RequestDataTooBig):
         return Response(

@@ -36,13 +36,26 @@ class CreatedCursorPagination(CursorPagination):
 
     def get_page_size(self, request: Request) -> int:
         """The requested size, or the default. Out of range or not a number: a 400, not a fallback."""
-        raw = request.query_params.get(self.page_size_query_param, "")
-        if raw == "":
+        if self.page_size_query_param not in request.query_params:
             return PAGE_SIZE
+        raw = request.query_params[self.page_size_query_param]  # present but empty: a 400 too
         if re.fullmatch(r"[0-9]{1,6}", raw) is None or not 1 <= int(raw) <= MAX_PAGE_SIZE:
             message = f"Must be a whole number from 1 to {MAX_PAGE_SIZE}."
             raise ValidationError({self.page_size_query_param: [message]})
         return int(raw)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        """DRF's parameters, with ``page_size``'s bounds and default, so clients and fuzzers know them."""
+        parameters: list[dict[str, Any]] = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"] = {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_PAGE_SIZE,
+                    "default": PAGE_SIZE,
+                }
+        return parameters
 
     def decode_cursor(self, request: Request) -> Cursor | None:
         """DRF's cursor format, read strictly: base64 of ``o``/``r``/``p``, each at most once."""

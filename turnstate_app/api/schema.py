@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from turnstate_app.api.serializers import ErrorSerializer
 
@@ -16,6 +18,28 @@ FIELD_ERRORS: dict[str, Any] = {
 
 # Registered by the 401/403/503 responses every endpoint documents.
 ERROR_OBJECT: dict[str, Any] = {"$ref": "#/components/schemas/TurnstateError"}
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+TAGS = ["turnstate"]
+
+
+def operation(**kwargs: Any) -> Callable[[_F], _F]:
+    """``extend_schema`` for one of the app's view methods, tagged ``turnstate``, built on
+    drf-spectacular's AutoSchema whatever the host's ``DEFAULT_SCHEMA_CLASS`` says.
+
+    ``extend_schema`` bases a method's schema on ``DEFAULT_SCHEMA_CLASS`` unless the method
+    names one in ``kwargs``: DRF's own AutoSchema there breaks schema generation and
+    ``check --deploy`` (``drf_spectacular.E001``) for a host that never set it.
+    """
+
+    def decorate(view_method: _F) -> _F:
+        view_method.kwargs = {**getattr(view_method, "kwargs", {}), "schema": AutoSchema}  # type: ignore[attr-defined]
+        decorated: _F = extend_schema(tags=TAGS, **kwargs)(view_method)
+        return decorated
+
+    return decorate
 
 
 def error(description: str) -> OpenApiResponse:
@@ -33,14 +57,21 @@ NOT_AUTHENTICATED = error(
 )
 FORBIDDEN = error("permission_denied: authenticated, but not allowed.")
 UNAVAILABLE = error("unavailable: the database cannot be reached; retry later.")
-BAD_QUERY = bad_request("An invalid filter, page_size or cursor (field errors).")
+BAD_QUERY = bad_request(
+    "An invalid filter, page_size or cursor (field errors); bad_request: a value the database cannot compare."
+)
+
+REFUSED_VALUE = error(
+    "bad_request: the request holds a value the database cannot compare (e.g. a NUL in Basic credentials)."
+)
 
 READ_ERRORS: dict[int, OpenApiResponse] = {
+    400: REFUSED_VALUE,
     401: NOT_AUTHENTICATED,
     403: FORBIDDEN,
     503: UNAVAILABLE,
 }
-LIST_ERRORS: dict[int, OpenApiResponse] = {400: BAD_QUERY, **READ_ERRORS}
+LIST_ERRORS: dict[int, OpenApiResponse] = {**READ_ERRORS, 400: BAD_QUERY}
 DETAIL_ERRORS: dict[int, OpenApiResponse] = {
     **READ_ERRORS,
     404: error("not_found: no such row, or not one this user may see."),
@@ -49,7 +80,8 @@ RESUME_ERRORS: dict[int, OpenApiResponse] = {
     400: bad_request(
         "invalid_token: the token is malformed or fails its signature; record_mismatch: the stored "
         "record is another turn's or unreadable; parse_error: the body is not JSON; or field errors "
-        "(token or answer missing, the answer too large or not storable)."
+        "(token or answer missing, the answer too large or not storable); bad_request: a value the "
+        "database cannot compare."
     ),
     401: NOT_AUTHENTICATED,
     403: error("permission_denied: the pause has an owner, and it is neither this user nor staff."),

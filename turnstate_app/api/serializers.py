@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from turnstate_app.managers import CLAIM_FIELDS
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, UnresumablePause
+from turnstate_app.pause_rows import parsed
 from turnstate_app.pauses import ResumedPause
 
 
@@ -26,15 +27,34 @@ class EffectiveStatusField(serializers.ReadOnlyField):
         super().__init__(source="effective_status", **kwargs)
 
 
+@extend_schema_field(
+    {
+        "description": "The question, as given to mint_pause (any JSON); null when its row is gone.",
+        "nullable": True,
+        "readOnly": True,
+    }
+)
+class RequestField(serializers.Field):  # type: ignore[type-arg]
+    """The pause's request, read from the ``request_value`` annotation (one query per page)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="request_value", read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        return parsed(value)
+
+
 @extend_schema_serializer(component_name="TurnstatePause")
 class PauseSerializer(serializers.ModelSerializer[Pause]):
     status = EffectiveStatusField(help_text="pending, answered or expired (a pending pause past its age).")
+    request = RequestField()
 
     class Meta:
         model = Pause
         fields = (
             *CLAIM_FIELDS,
             "request_key",
+            "request",
             "resumable",
             "status",
             "owner",

@@ -6,12 +6,14 @@ is :func:`~turnstate_app.pauses.resume_pause`. The views only translate HTTP to 
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
 from django.utils import timezone
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -38,19 +40,21 @@ from turnstate_app.api.serializers import (
 )
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause
+from turnstate_app.pause_rows import with_request
 from turnstate_app.pauses import resume_pause
 
 _M = TypeVar("_M", bound=Model)
 
 BIGINT_MAX = 2**63 - 1
-TAGS = ["turnstate"]
 
 
 class TurnstateViewSet(viewsets.GenericViewSet[_M]):
     """What every view of the app shares, whatever the host's ``REST_FRAMEWORK`` says:
-    JSON in and out (no HTML error pages), its own error mapping and cursor pages.
-    Authentication, throttling and the schema class stay the host's."""
+    JSON in and out (no HTML error pages), its own error mapping and cursor pages, and
+    drf-spectacular's schema class, so a host need not set ``DEFAULT_SCHEMA_CLASS`` for the
+    app's schema (or ``check --deploy``) to work. Authentication and throttling stay the host's."""
 
+    schema = AutoSchema()
     renderer_classes = [JSONRenderer]
     parser_classes = [BoundedJSONParser]
     pagination_class = CreatedCursorPagination
@@ -61,38 +65,46 @@ class TurnstateViewSet(viewsets.GenericViewSet[_M]):
         return turnstate_exception_handler
 
 
-@extend_schema_view(
-    list=extend_schema(
-        tags=TAGS,
-        summary="Pauses this user may see",
-        description="Staff see every pause; other users their own. Ordered by created_at, then id.",
-        responses={200: PauseSerializer, **schema.LIST_ERRORS},
-    ),
-    retrieve=extend_schema(
-        tags=TAGS,
-        summary="One pause (no transcript)",
-        description="Another user's pause is a 404, so its existence does not leak.",
-        responses={200: PauseSerializer, **schema.DETAIL_ERRORS},
-    ),
-)
 class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateViewSet[Pause]):
     serializer_class = PauseSerializer
     filterset_class = PauseFilter
     lookup_field = "jti"
-    # No NUL, at most 255 characters: anything else is no route, so a JSON 404 before any query.
-    lookup_value_regex = r"[^/\x00]{1,255}"
+    # No control characters (NUL, newline...), at most 255 characters: anything else is no
+    # route, so a JSON 404 for every method before any query.
+    lookup_value_regex = r"[^/\x00-\x1f\x7f]{1,255}"
     http_method_names = ["get", "head", "post"]
 
     def get_queryset(self) -> QuerySet[Pause]:
-        return Pause.objects.for_user(self.request.user).with_effective_status(timezone.now())
+        return with_request(Pause.objects.for_user(self.request.user).with_effective_status(timezone.now()))
 
-    def get_permissions(self) -> list[BasePermission]:
+    @schema.operation(
+        operation_id="turnstate_pauses_list",
+        summary="Pauses this user may see",
+        description="Staff see every pause; other users their own. Ordered by created_at, then id.",
+        responses={200: PauseSerializer, **schema.LIST_ERRORS},
+    )
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @schema.operation(
+        operation_id="turnstate_pauses_retrieve",
+        summary="One pause with its question (no transcript)",
+        description=(
+            "`request` is the question the pause asks, as stored at mint; never the transcript. "
+            "Another user's pause is a 404, so its existence does not leak."
+        ),
+        responses={200: PauseSerializer, **schema.DETAIL_ERRORS},
+    )
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().retrieve(request, *args, **kwargs)
+
+    def get_permissions(self) -> builtins.list[BasePermission]:  # `list` is the view's action here
         # By route, not by action: a verb the route lacks is refused to non-staff as a 403 too.
         staff_only = "unresumable" in getattr(self, "action_map", {}).values()
         return [IsStaff()] if staff_only else [IsAuthenticated()]
 
-    @extend_schema(
-        tags=TAGS,
+    @schema.operation(
+        operation_id="turnstate_pauses_resume",
         summary="Answer a pause",
         description=(
             "Consumes the token exactly once. An owned pause may be answered by its owner or staff, "
@@ -114,8 +126,8 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
             raise ValidationError({"answer": [exc.problem]}) from exc
         return Response(ResumedSerializer(resumed).data)
 
-    @extend_schema(
-        tags=TAGS,
+    @schema.operation(
+        operation_id="turnstate_pauses_unresumable",
         summary="Pauses this store cannot continue (staff)",
         description="The same rows as the admin's unresumable pauses page.",
         filters=False,
@@ -128,19 +140,6 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
         return pages.get_paginated_response(UnresumablePauseSerializer(page, many=True).data)
 
 
-@extend_schema_view(
-    list=extend_schema(
-        tags=TAGS,
-        summary="Checkpoint rows, without values (staff)",
-        responses={200: CheckpointRowSerializer, **schema.LIST_ERRORS},
-    ),
-    retrieve=extend_schema(
-        tags=TAGS,
-        summary="One checkpoint row, with its value (staff)",
-        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description="The row's id.")],
-        responses={200: CheckpointDetailSerializer, **schema.DETAIL_ERRORS},
-    ),
-)
 class CheckpointViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateViewSet[CheckpointMetadata]
 ):
@@ -151,6 +150,23 @@ class CheckpointViewSet(
     def get_queryset(self) -> QuerySet[CheckpointMetadata]:
         rows = CheckpointMetadata.objects.all()
         return rows.defer("value") if self.action == "list" else rows
+
+    @schema.operation(
+        operation_id="turnstate_checkpoints_list",
+        summary="Checkpoint rows, without values (staff)",
+        responses={200: CheckpointRowSerializer, **schema.LIST_ERRORS},
+    )
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @schema.operation(
+        operation_id="turnstate_checkpoints_retrieve",
+        summary="One checkpoint row, with its value (staff)",
+        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description="The row's id.")],
+        responses={200: CheckpointDetailSerializer, **schema.DETAIL_ERRORS},
+    )
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().retrieve(request, *args, **kwargs)
 
     def get_serializer_class(self) -> type[BaseSerializer[CheckpointMetadata]]:
         return CheckpointRowSerializer if self.action == "list" else CheckpointDetailSerializer

@@ -1,6 +1,6 @@
 """The pause lifecycle: mint a pause, answer it exactly once, hand the turn on."""
 
-from turnstate_app.pauses.handoff import ResumedPause
+from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
 from turnstate_app.pauses.mint import MintedPause, amint_pause, mint_pause
 from turnstate_app.pauses.redelivery import Redelivery, redeliver
 from turnstate_app.pauses.resume import aresume_pause, resume_pause
@@ -15,6 +15,7 @@ __all__ = [
     "mint_pause",
     "pause_answered",
     "pause_minted",
+    "rebuild_resumed",
     "redeliver",
     "resume_pause",
 ]

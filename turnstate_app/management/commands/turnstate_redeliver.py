@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from datetime import timedelta
 from typing import Any
 
@@ -12,12 +13,13 @@ from turnstate_app.pauses import Redelivery, redeliver
 
 
 def non_negative_seconds(text: str) -> int:
+    """argparse's own error, so a shell sees a usage line (exit 2) and call_command a CommandError."""
     try:
         value = int(text)
     except ValueError:
-        raise CommandError(f"--older-than must be a whole number of seconds, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a whole number of seconds, not {text!r}") from None
     if value < 0:
-        raise CommandError(f"--older-than must not be negative (got {value})")
+        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
     return value
 
 

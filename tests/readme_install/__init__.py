@@ -1,0 +1,1 @@
+"""A host project set up with nothing but the README's install section, on `startproject`'s settings."""

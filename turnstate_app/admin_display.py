@@ -1,0 +1,102 @@
+"""How the admin shows stored values and the links between a pause and its rows.
+
+Values are the app's own JSON, often a whole transcript: shown pretty-printed and cut at
+``VALUE_PREVIEW_CHARS`` with a link to the whole text, so a row's page stays light.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+
+from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
+from turnstate_app.models import CheckpointMetadata, Pause, RowKind
+from turnstate_app.turnstate import TURN_STATE_KEY_PREFIX
+
+VALUE_PREVIEW_CHARS = 10_000
+
+
+def pretty(raw: str) -> str:
+    """Indented JSON when ``raw`` is JSON, else ``raw`` as it is."""
+    try:
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except ValueError:
+        return raw
+
+
+def value_block(row: CheckpointMetadata) -> SafeString:
+    """The row's value, pretty-printed in a ``<pre>``; past the preview length, cut, with a link."""
+    text = pretty(row.value)
+    if len(text) <= VALUE_PREVIEW_CHARS:
+        return format_html('<pre class="turnstate-value">{}</pre>', text)
+    whole = reverse("admin:turnstate_app_checkpointmetadata_value", args=[row.pk])
+    return format_html(
+        '<pre class="turnstate-value">{}…</pre><p>{} <a href="{}">{}</a></p>',
+        text[:VALUE_PREVIEW_CHARS],
+        _("Showing %(shown)s of %(total)s characters.") % {"shown": VALUE_PREVIEW_CHARS, "total": len(text)},
+        whole,
+        _("The whole value"),
+    )
+
+
+def row_link(row: CheckpointMetadata) -> SafeString:
+    url = reverse("admin:turnstate_app_checkpointmetadata_change", args=[row.pk])
+    return format_html('<a href="{}">{}</a>', url, row.key)
+
+
+def pause_link(pause: Pause) -> SafeString:
+    url = reverse("admin:turnstate_app_pause_change", args=[pause.pk])
+    return format_html('<a href="{}">{}</a> ({})', url, pause.jti, pause.get_status_display())
+
+
+def rows_of(pause: Pause) -> dict[str, CheckpointMetadata]:
+    """The pause's request, turn-state and answer rows that exist, by key; one query, cached."""
+    cached: dict[str, CheckpointMetadata] | None = getattr(pause, "_turnstate_rows", None)
+    if cached is None:
+        keys = [pause.request_key, TURN_STATE_KEY_PREFIX + pause.jti, ANSWER_KEY_PREFIX + pause.jti]
+        found = CheckpointMetadata.objects.filter(
+            thread_id=pause.thread_id, checkpoint_id=pause.checkpoint_id, key__in=keys
+        )
+        cached = {row.key: row for row in found}
+        pause._turnstate_rows = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def store_rows(pause: Pause) -> SafeString:
+    """A line per row the pause points at: a link when it is there, "absent" when not."""
+    rows = rows_of(pause)
+    labels = (
+        (_("request"), pause.request_key),
+        (_("turn state"), TURN_STATE_KEY_PREFIX + pause.jti),
+        (_("answer"), ANSWER_KEY_PREFIX + pause.jti),
+    )
+    return format_html_join(
+        "",
+        "<div>{}: {}</div>",
+        ((label, row_link(rows[key]) if key in rows else _("absent")) for label, key in labels),
+    )
+
+
+def pauses_of(row: CheckpointMetadata) -> list[Pause]:
+    """The ledger pauses a store row belongs to (a request row may serve a retried call's two)."""
+    if row.kind == RowKind.REQUEST:
+        return list(
+            Pause.objects.filter(
+                thread_id=row.thread_id, checkpoint_id=row.checkpoint_id, request_key=row.key
+            ).order_by("pk")
+        )
+    for prefix in (TURN_STATE_KEY_PREFIX, ANSWER_KEY_PREFIX):
+        if row.key.startswith(prefix):
+            return list(Pause.objects.filter(jti=row.key[len(prefix) :], thread_id=row.thread_id))
+    return []
+
+
+def pause_links(row: CheckpointMetadata) -> SafeString:
+    pauses = pauses_of(row)
+    if not pauses:
+        return format_html("{}", _("— (no ledger pause owns this row)"))
+    return format_html_join(", ", "{}", ((pause_link(pause),) for pause in pauses))

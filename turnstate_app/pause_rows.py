@@ -1,0 +1,49 @@
+"""From a ledger row to the store rows it points at, as subqueries: a page of pauses stays one query.
+
+The request row lives at ``(thread_id, checkpoint_id, request_key)`` and the answer at
+``(thread_id, checkpoint_id, answer:<jti>)``; both are found through the store's unique index.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Concat
+
+from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
+from turnstate_app.models import CheckpointMetadata, Pause
+
+__all__ = ["answer_row", "parsed", "request_row", "with_request"]
+
+
+def request_row() -> QuerySet[CheckpointMetadata]:
+    """The request row of the pause in the outer query."""
+    return CheckpointMetadata.objects.filter(
+        thread_id=OuterRef("thread_id"), checkpoint_id=OuterRef("checkpoint_id"), key=OuterRef("request_key")
+    )
+
+
+def answer_row() -> QuerySet[CheckpointMetadata]:
+    """The answer row of the pause in the outer query (absent until it is answered)."""
+    return CheckpointMetadata.objects.filter(
+        thread_id=OuterRef("thread_id"),
+        checkpoint_id=OuterRef("checkpoint_id"),
+        key=Concat(Value(ANSWER_KEY_PREFIX), OuterRef("jti")),
+    )
+
+
+def with_request(pauses: QuerySet[Pause]) -> QuerySet[Pause]:
+    """Annotates ``request_value``: the stored text of each pause's request, or None."""
+    return pauses.annotate(request_value=Subquery(request_row().values("value")[:1]))
+
+
+def parsed(raw: str | None) -> Any:
+    """A stored value as JSON; None when absent or unreadable (the value is the app's own JSON)."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
