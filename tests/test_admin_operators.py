@@ -89,7 +89,7 @@ def test_a_pause_page_shows_its_question_its_answer_and_links_to_its_rows(admin_
 
 
 def test_a_pending_pause_page_says_it_is_not_answered_yet(admin_client: Client) -> None:
-    minted = mint(2)
+    minted = mint(2, request={"q": 2})
     html = admin_client.get(pause_page(minted.claims.jti)).content.decode()
     assert "&quot;q&quot;: 2" in html
     assert "not answered yet" in html

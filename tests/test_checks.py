@@ -165,5 +165,5 @@ def test_e013_the_ledger_and_the_store_written_to_different_databases(settings: 
 
 def test_manage_py_check_refuses_the_app_routed_away_from_its_users(settings: Any) -> None:
     settings.DATABASE_ROUTERS = ["tests.routers.TurnstateElsewhere"]
-    with pytest.raises(SystemCheckError, match=r"turnstate\.E010"):
+    with pytest.raises(SystemCheckError, match=r"turnstate\.E012"):
         call_command("check", stdout=StringIO(), stderr=StringIO())

@@ -53,7 +53,16 @@ def test_the_sdist_collects_every_test_module_of_the_checkout(tmp_path: Path) ->
     in_sdist = collected(unpacked)
 
     modules = {test_id.split("::", 1)[0] for test_id in in_sdist}
-    assert modules == {f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")}
+    assert modules == {path.relative_to(ROOT).as_posix() for path in (ROOT / "tests").rglob("test_*.py")}
     assert len(in_sdist) > 500
-    for needed in ("README.md", "Makefile", "tests/conftest.py", "example_project/demo.py"):
+    needed_files = (
+        "README.md",
+        "LICENSE",
+        "CHANGELOG.md",
+        "Makefile",
+        "tests/conftest.py",
+        "tests/records/turn_state_v1.json",
+        "example_project/demo.py",
+    )
+    for needed in needed_files:
         assert (unpacked / needed).is_file(), needed
