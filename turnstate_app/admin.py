@@ -27,7 +27,7 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app import admin_display
 from turnstate_app.admin_display import VALUE_PREVIEW_CHARS, pretty
-from turnstate_app.managers import EFFECTIVE_STATUS
+from turnstate_app.managers import CLAIM_FIELDS, EFFECTIVE_STATUS
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, RowKind, UnresumablePause
 
 __all__ = ["VALUE_PREVIEW_CHARS"]
@@ -263,17 +263,7 @@ class PauseAdmin(ReadOnlyAdmin):
         (
             _("claims"),
             {
-                "fields": (
-                    "run_id",
-                    "session_id",
-                    "thread_id",
-                    "checkpoint_id",
-                    "scope_hash",
-                    "tool_call_id",
-                    "interrupt_id",
-                    "name",
-                    "request_key",
-                )
+                "fields": (*(name for name in CLAIM_FIELDS if name != "jti"), "request_key"),
             },
         ),
         (_("times"), {"fields": ("created_at", "answered_at", "expires_at", "handed_off_at")}),
