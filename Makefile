@@ -12,13 +12,14 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 lint demo bench clean
+.PHONY: dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
 	@echo "make test          the suite on SQLite, then on PostgreSQL"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
+	@echo "make test-races    timing-only races, repeated, on SQLite, PostgreSQL and MariaDB (not gating)"
 	@echo "make test-e2e      the admin in headless Chromium (installs chromium with apt)"
 	@echo "make screenshot    docs/img/admin-*.png (1440 and 1024 px), from the same browser run"
 	@echo "make lint          ruff, import layers (lint-imports), mypy"
@@ -65,6 +66,12 @@ test-django6: $(VENV6)/.installed
 	$(VENV6)/bin/python -c "import django; print('Django', django.get_version())"
 	DATABASE_URL= $(VENV6)/bin/pytest $(PYTEST_ARGS)
 	DATABASE_URL=$(PG_URL) $(VENV6)/bin/pytest $(PYTEST_ARGS)
+
+# Timing-only races: many unforced repetitions. Not gating, and not in .ci/run.
+test-races: $(VENV)/.installed-mysql
+	DATABASE_URL= $(VENV)/bin/pytest -m races tests/test_races.py $(PYTEST_ARGS)
+	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -m races tests/test_races.py $(PYTEST_ARGS)
+	DATABASE_URL=$(MARIADB_URL) $(VENV)/bin/pytest -m races tests/test_races.py $(PYTEST_ARGS)
 
 # Debian's Chromium and its driver, from apt: Selenium Manager never downloads a browser here.
 browser:

@@ -120,3 +120,137 @@ def answer_and_report(settings_dict: dict[str, Any], token: str, answer: Any) ->
         return f"{type(exc).__name__}: {exc}"
     finally:
         connection.close()
+
+
+def answer_and_name(settings_dict: dict[str, Any], token: str, answer: Any) -> str:
+    """Answer once; report "answered" or the error's class name."""
+    boot_django(settings_dict)
+    from django.db import connection
+
+    from turnstate_app.pauses import resume_pause
+
+    try:
+        resume_pause(token, answer)
+        return "answered"
+    except Exception as exc:
+        return type(exc).__name__
+    finally:
+        connection.close()
+
+
+def answer_over_rest(settings_dict: dict[str, Any], token: str, answer: Any) -> tuple[int, Any]:
+    """Answer once through the REST endpoint, as a user of its own; report (status, body)."""
+    boot_django(settings_dict)
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from rest_framework.test import APIClient
+
+    settings.ALLOWED_HOSTS = ["testserver"]  # as pytest-django sets it in the parent
+    try:
+        client = APIClient()
+        client.force_login(get_user_model().objects.create_user(f"rest-{os.getpid()}"))
+        response = client.post(
+            "/api/turnstate/pauses/resume/", {"token": token, "answer": answer}, format="json"
+        )
+        return response.status_code, response.json()
+    finally:
+        connection.close()
+
+
+def erase_thread_elsewhere(settings_dict: dict[str, Any], thread_id: str) -> str:
+    """``erase_thread`` in a process of its own; "erased" or the error."""
+    boot_django(settings_dict)
+    from django.db import connection
+
+    from turnstate_app.retention import erase_thread
+
+    try:
+        erase_thread(thread_id)
+        return "erased"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        connection.close()
+
+
+def delete_user_elsewhere(settings_dict: dict[str, Any], user_pk: Any) -> str:
+    """Delete a user (and so, through pre_delete, their pauses); "deleted" or the error."""
+    boot_django(settings_dict)
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    try:
+        get_user_model().objects.get(pk=user_pk).delete()
+        return "deleted"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        connection.close()
+
+
+def expire_elsewhere(settings_dict: dict[str, Any], jti: str, now_iso: str) -> int | str:
+    """``PauseQuerySet.expire`` at ``now_iso`` for one pause; how many it changed, or the error."""
+    boot_django(settings_dict)
+    from datetime import datetime
+
+    from django.db import connection
+
+    from turnstate_app.models import Pause
+
+    try:
+        return Pause.objects.expire(now=datetime.fromisoformat(now_iso), jti=jti)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        connection.close()
+
+
+def expire_command_elsewhere(settings_dict: dict[str, Any]) -> str:
+    """``manage.py turnstate_expire``; its output, or the error."""
+    boot_django(settings_dict)
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.db import connection
+
+    out = StringIO()
+    try:
+        call_command("turnstate_expire", stdout=out)
+        return out.getvalue()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        connection.close()
+
+
+def purge_pausing_after_the_decision(
+    settings_dict: dict[str, Any], cutoff_iso: str, decided: Any, go: Any, results: Any
+) -> None:
+    """Purge settled pauses quiet since ``cutoff_iso``, stopping once it has decided which request
+    rows are still shared (``decided`` is set) until ``go`` is set. Reports the pauses purged."""
+    boot_django(settings_dict)
+    from datetime import datetime
+
+    from django.db import connection
+
+    from turnstate_app import retention
+    from turnstate_app.models import Pause
+
+    decide = retention.still_shared
+
+    def decided_then_wait(*args: Any, **kwargs: Any) -> Any:
+        shared = decide(*args, **kwargs)
+        decided.set()
+        go.wait(60)
+        return shared
+
+    retention.still_shared = decided_then_wait
+    try:
+        result = Pause.objects.purgeable(datetime.fromisoformat(cutoff_iso)).purge()
+        results.put(("purged", result.pauses))
+    except Exception as exc:
+        results.put(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        decided.set()
+        connection.close()

@@ -105,7 +105,9 @@ def purge_pauses(
     tool call gives two pauses one request row. "Still points at it" is decided after the
     batch's rows are locked, so a pause minted meanwhile on the same request key either
     committed before (and is seen, and its request row kept) or waits for this batch to
-    commit (and then writes its request row anew). ``dry_run`` counts exactly what a real
+    commit (and then writes its request row anew). The batch's ledger rows are locked as
+    they are read, so an answer committing meanwhile is deleted with its pause, never left
+    behind without it. ``dry_run`` counts exactly what a real
     run would delete, and deletes nothing. A batch is three reads and two deletes.
     """
     require_batch_size(batch_size)
@@ -116,6 +118,10 @@ def purge_pauses(
     while True:
         with transaction.atomic(using=using):
             page = scope if last is None else scope.filter(pk__gt=last)
+            if not dry_run:
+                # The ledger rows first: an answer in flight on one of them commits (with its
+                # answer row) before this read returns, or waits until the batch is gone.
+                page = page.select_for_update()
             batch: Batch = list(
                 page.values_list("pk", "jti", "thread_id", "checkpoint_id", "request_key")[:batch_size]
             )

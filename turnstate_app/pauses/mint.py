@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from contextlib import nullcontext
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import router, transaction
+from django.db import OperationalError, connections, router, transaction
 from django.utils import timezone
 
 from turnstate_app.conf import conf
@@ -30,6 +30,7 @@ from turnstate_app.contracts import PauseClaims
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.keys import payload_key
 from turnstate_app.models import Pause
+from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
@@ -101,16 +102,15 @@ def mint_pause(
 
     expires_at = timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE)
     alias = shared_alias(store)
-    with transaction.atomic(using=alias) if alias is not None else nullcontext():
-        if store.wired:
-            store.write_request_sync(claims, request_value)
-        # Inside the transaction the model port writes in a savepoint: a refused record
-        # rolls back alone, and the pause is still minted, saying it is not resumable.
-        resumable = store.record_sync(claims, turn, encoded=encoded)
-        pause = Pause.objects.build(
-            claims, request_key=request_key, resumable=resumable, owner=owner, expires_at=expires_at
+    if alias is None:
+        resumable, pause = write_pause(
+            store, claims, request_value, turn, encoded, request_key, owner, expires_at
         )
-        pause.save(force_insert=True, using=alias)
+    else:
+        resumable, pause = in_one_transaction(
+            alias,
+            lambda: write_pause(store, claims, request_value, turn, encoded, request_key, owner, expires_at),
+        )
     if not resumable:
         logger.warning(
             "pause %s in thread %s was minted without a recorded turn state: the question can "
@@ -121,6 +121,48 @@ def mint_pause(
     minted = MintedPause(token=sign_claims(claims), claims=claims, resumable=resumable)
     transaction.on_commit(lambda: announce(minted, pause), using=router.db_for_write(Pause))
     return minted
+
+
+def write_pause(
+    store: TurnCheckpointStore,
+    claims: PauseClaims,
+    request_value: str,
+    turn: TurnCheckpoint,
+    encoded: str,
+    request_key: str,
+    owner: Any,
+    expires_at: Any,
+    alias: str | None = None,
+) -> tuple[bool, Pause]:
+    """The contract's three writes, in order: the request, the turn state, the ledger row."""
+    if store.wired:
+        store.write_request_sync(claims, request_value)
+    # Inside a transaction the model port writes in a savepoint: a refused record rolls
+    # back alone, and the pause is still minted, saying it is not resumable.
+    resumable = store.record_sync(claims, turn, encoded=encoded)
+    pause = Pause.objects.build(
+        claims, request_key=request_key, resumable=resumable, owner=owner, expires_at=expires_at
+    )
+    pause.save(force_insert=True)
+    return resumable, pause
+
+
+MINT_ATTEMPTS = 3
+"""A mint that the database refused for a concurrent transaction (a deadlock with a purge of
+the same request row, say) wrote nothing, so it is tried again, as a whole."""
+
+
+def in_one_transaction(alias: str, write: Callable[[], tuple[bool, Pause]]) -> tuple[bool, Pause]:
+    """Run ``write`` in one transaction on ``alias``; retry a conflict unless the caller holds it."""
+    retry = not connections[alias].in_atomic_block
+    for attempt in range(1, MINT_ATTEMPTS + 1):
+        try:
+            with transaction.atomic(using=alias):
+                return write()
+        except OperationalError as exc:
+            if not (retry and attempt < MINT_ATTEMPTS and is_serialization_failure(exc)):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def shared_alias(store: TurnCheckpointStore) -> str | None:

@@ -25,6 +25,7 @@ from turnstate_app.errors import (
 )
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet, PauseStatus
+from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.handoff import ResumedPause, after_answer
 from turnstate_app.pauses.mint import to_json
 from turnstate_app.pauses.tokens import read_token
@@ -88,18 +89,6 @@ def ledger_row(pauses: PauseQuerySet, jti: str, now: datetime) -> Pause:
             f"no pause {jti!r} is in the ledger: it was never minted here, or was purged"
         )
     return pause
-
-
-def is_serialization_failure(exc: OperationalError) -> bool:
-    """A transaction the database refused because a concurrent one changed the same row."""
-    cause = exc.__cause__
-    if getattr(cause, "sqlstate", None) in SERIALIZATION_SQLSTATES:
-        return True
-    return bool(exc.args) and exc.args[0] in MYSQL_CONFLICT_ERRORS
-
-
-SERIALIZATION_SQLSTATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
-MYSQL_CONFLICT_ERRORS = frozenset({1213, 1020})  # deadlock; record changed since last read
 
 
 async def aresume_pause(
