@@ -116,7 +116,7 @@ def test_a_handoff_timeout_in_seconds_passes(turnstate_settings: Any, value: Any
     assert ids(turnstate_settings, {"HANDOFF_TIMEOUT": value}) == []
 
 
-@pytest.mark.django_db  # Django 6's model checks may ask the database about its features
+@pytest.mark.django_db(databases="__all__")  # Django 6 runs model checks against every database
 def test_manage_py_check_reports_by_id(turnstate_settings: Any, settings: Any) -> None:
     turnstate_settings.replace({"PORT": "turnstate_app.ports.InMemoryCheckpointCommandPort"})
     with pytest.raises(SystemCheckError, match=r"turnstate\.E004"):
@@ -164,7 +164,7 @@ def test_e013_the_ledger_and_the_store_written_to_different_databases(settings: 
     assert routing_ids(settings, "StoreApart") == ["turnstate.E013"]
 
 
-@pytest.mark.django_db  # Django 6's model checks may ask the database about its features
+@pytest.mark.django_db(databases="__all__")  # Django 6 runs model checks against every database
 def test_manage_py_check_refuses_the_app_routed_away_from_its_users(settings: Any) -> None:
     settings.DATABASE_ROUTERS = ["tests.routers.TurnstateElsewhere"]
     with pytest.raises(SystemCheckError, match=r"turnstate\.E012"):
