@@ -71,7 +71,7 @@ def type_of(schema: dict[str, Any]) -> str:
             schema["additionalProperties"], dict
         ) else "object"
     if "enum" in schema:
-        return " \\| ".join(f"`{value}`" for value in schema["enum"] if value is not None)
+        return " or ".join(f"`{value}`" for value in schema["enum"] if value is not None)
     text = str(kind) if kind else "any JSON"
     if "format" in schema:
         text += f" ({schema['format']})"
@@ -111,7 +111,7 @@ def render_operation(path: str, method: str, operation: dict[str, Any]) -> list[
     out += ["| status | body | when |", "|---|---|---|"]
     for status, response in sorted(operation.get("responses", {}).items()):
         out.append(
-            f"| {status} | {cell(body_type(response.get('content', {})))} | {cell(response.get('description', ''))} |"
+            f"| {status} | {cell(body_type(response.get('content', {})))} | {cell(response.get('description', '') or 'success')} |"
         )
     out.append("")
     return out
@@ -142,12 +142,12 @@ def render_component(name: str, schema: dict[str, Any]) -> list[str]:
 
 def render(schema: dict[str, Any]) -> str:
     """The endpoints (each method of each path) and then every component, error codes included."""
-    info = schema.get("info", {})
     out = [
         "## Endpoints",
         "",
-        f"Generated from the OpenAPI {schema.get('openapi', '3')} schema of {info.get('title', 'the app')} "
-        f"(`manage.py spectacular --validate --fail-on-warn`, on a project installed as the README says).",
+        f"Generated at build time from the app's OpenAPI {schema.get('openapi', '3')} schema "
+        "(`manage.py spectacular --validate --fail-on-warn`, on a project installed as the README "
+        "says, with the app under `api/turnstate/`).",
         "",
     ]
     for path, item in schema.get("paths", {}).items():
