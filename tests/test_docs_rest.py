@@ -29,7 +29,9 @@ pytestmark = pytest.mark.skipif(
 
 
 def hook_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("openapi_markdown", ROOT / "docs" / "hooks" / "openapi_markdown.py")
+    spec = importlib.util.spec_from_file_location(
+        "openapi_markdown", ROOT / "docs" / "hooks" / "openapi_markdown.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -45,18 +47,19 @@ def page() -> str:
 
 
 def routes() -> list[tuple[str, str]]:
-    """``(METHOD, path)`` for every route of the app's router, ``(?P<pk>...)`` named ``{id}`` as in the schema."""
+    """``(METHOD, path)`` of each route of the router; ``(?P<pk>...)`` is ``{id}``, as in the schema."""
     found = []
     for pattern in router.urls:
         regex = pattern.pattern.regex.pattern.removeprefix("^").removesuffix("$")
         path = re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda m: "{" + ("id" if m[1] == "pk" else m[1]) + "}", regex)
-        for method in pattern.callback.actions:  # type: ignore[attr-defined]
+        actions: dict[str, str] = getattr(pattern.callback, "actions", {})
+        for method in actions:
             found.append((method.upper(), PREFIX + path))
     return found
 
 
 def error_codes() -> set[str]:
-    """Every ``code`` an error body can carry: the lifecycle's, the handler's own, and DRF's the schema lists."""
+    """Every ``code`` an error body can carry: the lifecycle's, the handler's own, and DRF's."""
     handler_source = Path(exceptions.__file__).read_text()
     own = set(re.findall(r'error_body\(\s*"(\w+)"', handler_source))
     lifecycle = {code for _error, _status, code, _detail in exceptions.LIFECYCLE_ERRORS}

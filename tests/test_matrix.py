@@ -25,7 +25,11 @@ CI_RUN = (ROOT / ".ci" / "run").read_text()
 
 PYTHONS = {leg["python"] for leg in MATRIX}
 DJANGOS = {leg["django"] for leg in MATRIX}
-DATABASE_URLS = {"DATABASE_URL= ": "sqlite", "DATABASE_URL=$(PG_URL)": "postgresql", "DATABASE_URL=$(MARIADB_URL)": "mariadb"}
+DATABASE_URLS = {
+    "DATABASE_URL= ": "sqlite",
+    "DATABASE_URL=$(PG_URL)": "postgresql",
+    "DATABASE_URL=$(MARIADB_URL)": "mariadb",
+}
 DATABASE_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mariadb": "MariaDB"}
 
 
@@ -64,7 +68,9 @@ def recipe_lines(target: str) -> list[str]:
 
 def environment_of(target: str) -> str:
     """The virtualenv variable (``VENV``, ``VENV6``) whose pytest the target runs."""
-    venvs = {found for line in recipe_lines(target) for found in re.findall(r"\$\((VENV\d*)\)/bin/pytest", line)}
+    venvs: set[str] = {
+        found for line in recipe_lines(target) for found in re.findall(r"\$\((VENV\d*)\)/bin/pytest", line)
+    }
     assert len(venvs) == 1, (target, venvs)
     return venvs.pop()
 
@@ -81,7 +87,8 @@ def python_of(venv: str) -> str:
     """The Python the environment is made with: the first version its interpreter variable looks for."""
     _, recipe = RULES[f"$({venv})/.installed"]
     variable = next(found for line in recipe for found in re.findall(r"\$\((PYTHON\w*)\) -m venv", line))
-    return re.findall(r"find_python,(3\.\d+)", VARIABLES[variable])[0]
+    versions: list[str] = re.findall(r"find_python,(3\.\d+)", VARIABLES[variable])
+    return versions[0]
 
 
 def test_the_matrix_is_not_empty_and_names_known_databases() -> None:
@@ -99,7 +106,11 @@ def test_requires_python_starts_at_the_oldest_python_tested() -> None:
 
 def test_the_classifiers_name_exactly_the_matrix() -> None:
     classifiers = PYPROJECT["classifiers"]
-    pythons = {c.rsplit(" :: ", 1)[1] for c in classifiers if re.match(r"Programming Language :: Python :: 3\.\d+$", c)}
+    pythons = {
+        c.rsplit(" :: ", 1)[1]
+        for c in classifiers
+        if re.match(r"Programming Language :: Python :: 3\.\d+$", c)
+    }
     djangos = {c.rsplit(" :: ", 1)[1] for c in classifiers if re.match(r"Framework :: Django :: \d", c)}
     assert pythons == PYTHONS
     assert djangos == DJANGOS
@@ -144,7 +155,8 @@ def test_the_docs_table_states_the_matrix() -> None:
         if re.match(r"^\| 3\.\d+ \|", line)
     }
     expected = {
-        (leg["python"], leg["django"], ", ".join(DATABASE_NAMES[db] for db in leg["databases"])) for leg in MATRIX
+        (leg["python"], leg["django"], ", ".join(DATABASE_NAMES[db] for db in leg["databases"]))
+        for leg in MATRIX
     }
     assert rows == expected
 

@@ -56,7 +56,7 @@ def anchor(component: str) -> str:
 
 
 def type_of(schema: dict[str, Any]) -> str:
-    """A short, linked description of a schema: ``[TurnstatePause](#schema-turnstatepause)``, ``array of ...``."""
+    """A short description of a schema, components linked: ``[TurnstatePause](#schema-...)``."""
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
         return f"[`{name}`](#{anchor(name)})"
@@ -67,9 +67,11 @@ def type_of(schema: dict[str, Any]) -> str:
     if kind == "array":
         return "array of " + type_of(schema.get("items", {}))
     if kind == "object" and "additionalProperties" in schema and not schema.get("properties"):
-        return "object of " + type_of(schema["additionalProperties"]) if isinstance(
-            schema["additionalProperties"], dict
-        ) else "object"
+        return (
+            "object of " + type_of(schema["additionalProperties"])
+            if isinstance(schema["additionalProperties"], dict)
+            else "object"
+        )
     if "enum" in schema:
         return " or ".join(f"`{value}`" for value in schema["enum"] if value is not None)
     text = str(kind) if kind else "any JSON"
@@ -110,9 +112,8 @@ def render_operation(path: str, method: str, operation: dict[str, Any]) -> list[
         out += [f"Request body: {body_type(operation['requestBody'].get('content', {}))}", ""]
     out += ["| status | body | when |", "|---|---|---|"]
     for status, response in sorted(operation.get("responses", {}).items()):
-        out.append(
-            f"| {status} | {cell(body_type(response.get('content', {})))} | {cell(response.get('description', '') or 'success')} |"
-        )
+        when = cell(response.get("description", "") or "success")
+        out.append(f"| {status} | {cell(body_type(response.get('content', {})))} | {when} |")
     out.append("")
     return out
 
@@ -122,7 +123,12 @@ def render_component(name: str, schema: dict[str, Any]) -> list[str]:
     if schema.get("description"):
         out += [cell(schema["description"]), ""]
     if "enum" in schema:
-        out += ["| value |", "|---|", *[f"| `{value}` |" for value in schema["enum"] if value is not None], ""]
+        out += [
+            "| value |",
+            "|---|",
+            *[f"| `{value}` |" for value in schema["enum"] if value is not None],
+            "",
+        ]
         return out
     properties = schema.get("properties", {})
     if properties:

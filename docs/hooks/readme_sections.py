@@ -32,13 +32,18 @@ README = ROOT / "README.md"
 
 REQUIRED = re.compile(r'^[ \t]*--8<--[ \t]+"README\.md:(?P<name>[a-z][-_0-9a-z]*)"[ \t]*$', re.MULTILINE)
 OPTIONAL = re.compile(
-    r"^<!-- readme-section: (?P<name>[a-z][-_0-9a-z]*) \(optional\) -->\n(?P<fallback>.*?)^<!-- /readme-section -->$",
+    r"^<!-- readme-section: (?P<name>[a-z][-_0-9a-z]*) \(optional\) -->\n"
+    r"(?P<fallback>.*?)^<!-- /readme-section -->$",
     re.MULTILINE | re.DOTALL,
 )
 MARKER = re.compile(r"^<!-- --8<-- \[(?P<kind>start|end):(?P<name>[a-z][-_0-9a-z]*)\] -->$")
 HEADING = re.compile(r"^(#{1,6}) (.+)$")
 # Files of the repository's root that the site carries as pages of its own.
-ROOT_FILES_AS_PAGES = {"CHANGELOG.md": "changelog.md", "SECURITY.md": "security.md", "CONTRIBUTING.md": "contributing.md"}
+ROOT_FILES_AS_PAGES = {
+    "CHANGELOG.md": "changelog.md",
+    "SECURITY.md": "security.md",
+    "CONTRIBUTING.md": "contributing.md",
+}
 
 _sections: dict[str, list[str]] = {}
 _anchor_pages: dict[str, str] = {}
@@ -131,7 +136,9 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     def required(match: re.Match[str]) -> str:
         name = match["name"]
         if name not in _sections:
-            raise PluginError(f"{uri}: README.md has no section marked '{name}' (<!-- --8<-- [start:{name}] -->)")
+            raise PluginError(
+                f"{uri}: README.md has no section marked '{name}' (<!-- --8<-- [start:{name}] -->)"
+            )
         return for_page(_sections[name], uri)
 
     def optional(match: re.Match[str]) -> str:
