@@ -9,13 +9,15 @@ that is named but not marked fails the build.
 
 A section that another change has yet to add is written as a block with a fallback::
 
-    <!-- readme-section: pydantic-ai (optional) -->
+    <!-- readme-section: pydantic-ai (optional, or the section headed "PydanticAI") -->
     What the page says until the README has the section.
     <!-- /readme-section -->
 
-When the README marks ``pydantic-ai``, the block is replaced by the section; until then the
-fallback shows, and the strict build stays green (pymdownx.snippets with ``check_paths`` would
-stop the whole build on a missing section).
+When the README marks ``pydantic-ai``, the block is replaced by that section; when it has no such
+marker but a ``## `` heading that starts with the quoted text, by the text under that heading (up
+to the next ``## ``), so a section written before its markers still shows; otherwise the fallback
+shows, and the strict build stays green (pymdownx.snippets with ``check_paths`` would stop the
+whole build on a missing section).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ README = ROOT / "README.md"
 
 REQUIRED = re.compile(r'^[ \t]*--8<--[ \t]+"README\.md:(?P<name>[a-z][-_0-9a-z]*)"[ \t]*$', re.MULTILINE)
 OPTIONAL = re.compile(
-    r"^<!-- readme-section: (?P<name>[a-z][-_0-9a-z]*) \(optional\) -->\n"
+    r"^<!-- readme-section: (?P<name>[a-z][-_0-9a-z]*) "
+    r'\(optional(?:, or the section headed "(?P<heading>[^"]+)")?\) -->\n'
     r"(?P<fallback>.*?)^<!-- /readme-section -->$",
     re.MULTILINE | re.DOTALL,
 )
@@ -47,6 +50,7 @@ ROOT_FILES_AS_PAGES = {
 
 _sections: dict[str, list[str]] = {}
 _anchor_pages: dict[str, str] = {}
+_headed: dict[str, tuple[str, list[str]]] = {}
 
 
 def readme_sections(text: str) -> dict[str, list[str]]:
@@ -68,6 +72,25 @@ def readme_sections(text: str) -> dict[str, list[str]]:
     return sections
 
 
+def headed_section(text: str, start: str) -> tuple[str, list[str]] | None:
+    """The heading and lines under the first ``## `` heading that starts with ``start``, markers dropped."""
+    lines = text.splitlines()
+    in_code = False
+    for index, line in enumerate(lines):
+        in_code = in_code != line.startswith("```")
+        if not in_code and line.startswith("## ") and line[3:].startswith(start):
+            body: list[str] = []
+            fence = False
+            for following in lines[index + 1 :]:
+                fence = fence != following.startswith("```")
+                if not fence and following.startswith("## "):
+                    break
+                if not MARKER.match(following.strip()):
+                    body.append(following)
+            return line[3:], body
+    return None
+
+
 def github_slug(heading: str) -> str:
     """The anchor the repository's page gives a heading (lowercase, punctuation dropped)."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
@@ -77,10 +100,12 @@ def github_slug(heading: str) -> str:
 def on_pre_build(config: Any) -> None:
     _sections.clear()
     _sections.update(readme_sections(README.read_text(encoding="utf-8")))
+    _headed.clear()
 
 
 def on_files(files: Any, config: Any) -> Any:
     """Learn which page shows which README section, so ``#anchor`` links can follow the section."""
+    _anchor_pages.clear()
     section_pages: dict[str, str] = {}
     for file in files.documentation_pages():
         source = Path(file.abs_src_path).read_text(encoding="utf-8") if file.abs_src_path else ""
@@ -88,7 +113,10 @@ def on_files(files: Any, config: Any) -> Any:
             section_pages.setdefault(match["name"], file.src_uri)
         for match in OPTIONAL.finditer(source):
             section_pages.setdefault(match["name"], file.src_uri)
-    _anchor_pages.clear()
+            found = match["heading"] and headed_section(README.read_text(encoding="utf-8"), match["heading"])
+            if found and match["name"] not in _sections:
+                _headed[match["name"]] = found
+                _anchor_pages.setdefault(github_slug(found[0]), file.src_uri)
     current: str | None = None
     for line in README.read_text(encoding="utf-8").splitlines():
         marker = MARKER.match(line.strip())
@@ -143,6 +171,11 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
     def optional(match: re.Match[str]) -> str:
         name = match["name"]
-        return for_page(_sections[name], uri) if name in _sections else match["fallback"]
+        if name in _sections:
+            return for_page(_sections[name], uri)
+        if name in _headed:
+            heading, body = _headed[name]
+            return for_page([f"## {heading}", *body], uri)
+        return str(match["fallback"])
 
     return REQUIRED.sub(required, OPTIONAL.sub(optional, markdown))
