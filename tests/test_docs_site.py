@@ -38,7 +38,9 @@ def test_every_section_a_page_names_is_marked_once_in_the_readme(name: str) -> N
 
 
 @pytest.mark.parametrize(
-    "path", [*PAGES, *(ROOT / name for name in INCLUDED_WHOLE), ROOT / "README.md"], ids=str
+    "path",
+    [*PAGES, *(ROOT / name for name in INCLUDED_WHOLE), ROOT / "README.md"],
+    ids=lambda path: path.relative_to(ROOT).as_posix(),
 )
 def test_no_snippet_marker_hides_in_prose(path: Path) -> None:
     for number, line in enumerate(path.read_text().splitlines(), 1):
