@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
+.PHONY: docs gettext dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -25,6 +25,7 @@ help:
 	@echo "make lint          ruff, import layers (lint-imports), mypy"
 	@echo "make bench         benchmarks (bench/)"
 	@echo "make dist          wheel and sdist in dist/, checked with twine"
+	@echo "make docs          the documentation site in site/, built strictly (mkdocs build --strict)"
 	@echo "make soak          8 processes answering over HTTP on PostgreSQL (SOAK_MINUTES=5)"
 
 $(VENV)/.installed: pyproject.toml
@@ -33,7 +34,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed | gettext
 
 test: test-sqlite test-postgres
 
@@ -62,7 +63,7 @@ $(VENV6)/.installed: pyproject.toml
 	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph]' 'Django>=6,<7'
 	@touch $@
 
-test-django6: $(VENV6)/.installed
+test-django6: $(VENV6)/.installed | gettext
 	$(VENV6)/bin/python -c "import django; print('Django', django.get_version())"
 	DATABASE_URL= $(VENV6)/bin/pytest $(PYTEST_ARGS)
 	DATABASE_URL=$(PG_URL) $(VENV6)/bin/pytest $(PYTEST_ARGS)
@@ -136,5 +137,18 @@ dist: $(VENV)/.installed-dist
 	$(VENV)/bin/python -m build --outdir dist
 	$(VENV)/bin/twine check --strict dist/*
 
+# The documentation site: MkDocs Material and mkdocstrings from the `docs` extra. Strict: a
+# broken link, anchor or cross-reference, a missing README section or a schema warning fails it.
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e '.[docs]'
+	@touch $@
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 DATABASE_URL= $(VENV)/bin/mkdocs build --strict
+
+# GNU gettext for makemessages/compilemessages (tests/test_i18n.py), from apt when missing.
+gettext:
+	@command -v msgfmt >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q gettext; }
+
 clean:
-	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache dist build
+	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache dist build site

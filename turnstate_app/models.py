@@ -78,6 +78,8 @@ class CheckpointMetadata(models.Model):
     key = models.CharField(
         _("key"),
         max_length=ID_MAX_LENGTH,
+        # Translators: "ask_user_request:<tool_call_id>" and "turn_state:<jti>" are keys as stored, not
+        # HTML: keep them as they are. The admin escapes help texts, so the brackets show.
         help_text=_("What the row holds, e.g. ask_user_request:<tool_call_id> or turn_state:<jti>."),
     )
     value = models.TextField(_("value"), help_text=_("The stored text, usually JSON."))

@@ -6,24 +6,28 @@ a 400 before it could become a database error (PostgreSQL cannot hold NUL in tex
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet, Value
 from django.db.models.functions import Left
 from django.db.models.lookups import Exact
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema_field
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 from turnstate_app.models import ID_MAX_LENGTH, CheckpointMetadata, Pause, PauseQuerySet, PauseStatus
 
 
-def id_filter(help_text: str) -> Any:
+def id_filter(help_text: StrOrPromise) -> Any:
     # strip=False: ids compare byte for byte, so "t1 " is not "t1".
     return filters.CharFilter(max_length=ID_MAX_LENGTH, strip=False, help_text=help_text)
 
 
-@extend_schema_field({"type": "boolean", "description": "`true` or `false`; anything else is a 400."})
+@extend_schema_field({"type": "boolean", "description": _("`true` or `false`; anything else is a 400.")})
 class StrictBooleanFilter(filters.TypedChoiceFilter):  # type: ignore[misc]
     """``true`` or ``false`` only: django-filter's own BooleanFilter ignores anything else silently."""
 
@@ -36,12 +40,12 @@ class PauseFilter(filters.FilterSet):  # type: ignore[misc]  # django-filter shi
     """``status`` is what a resume would meet now: a pending pause past ``expires_at`` is expired."""
 
     status = filters.ChoiceFilter(
-        choices=PauseStatus.choices, method="filter_status", help_text="pending, answered or expired."
+        choices=PauseStatus.choices, method="filter_status", help_text=_("pending, answered or expired.")
     )
     resumable = StrictBooleanFilter()  # whether the turn state was recorded at mint
-    thread_id = id_filter("Exact thread id.")
-    session_id = id_filter("Exact session id.")
-    run_id = id_filter("Exact run id.")
+    thread_id = id_filter(_("Exact thread id."))
+    session_id = id_filter(_("Exact session id."))
+    run_id = id_filter(_("Exact run id."))
 
     class Meta:
         model = Pause
@@ -52,13 +56,13 @@ class PauseFilter(filters.FilterSet):  # type: ignore[misc]  # django-filter shi
 
 
 class CheckpointFilter(filters.FilterSet):  # type: ignore[misc]
-    thread_id = id_filter("Exact thread id.")
-    checkpoint_id = id_filter("Exact checkpoint id.")
+    thread_id = id_filter(_("Exact thread id."))
+    checkpoint_id = id_filter(_("Exact checkpoint id."))
     key_prefix = filters.CharFilter(
         method="filter_key_prefix",
         max_length=ID_MAX_LENGTH,
         strip=False,
-        help_text="Keys starting with exactly this text: case-sensitive, and % and _ are literal.",
+        help_text=_("Keys starting with exactly this text: case-sensitive, and % and _ are literal."),
     )
 
     class Meta:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from turnstate_app.api.serializers import ErrorSerializer
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 FIELD_ERRORS: dict[str, Any] = {
     "type": "object",
-    "description": 'Field errors, DRF\'s shape: {"field": ["message", ...]}.',
+    "description": _('Field errors, DRF\'s shape: {"field": ["message", ...]}.'),
     "additionalProperties": {"type": "array", "items": {"type": "string"}},
 }
 
@@ -42,27 +46,32 @@ def operation(**kwargs: Any) -> Callable[[_F], _F]:
     return decorate
 
 
-def error(description: str) -> OpenApiResponse:
+def error(description: StrOrPromise) -> OpenApiResponse:
     return OpenApiResponse(ErrorSerializer, description=description)
 
 
-def bad_request(description: str) -> OpenApiResponse:
+def bad_request(description: StrOrPromise) -> OpenApiResponse:
     """A 400 is either field errors or ``{"code", "detail"}``."""
     return OpenApiResponse({"oneOf": [ERROR_OBJECT, FIELD_ERRORS]}, description=description)
 
 
 NOT_AUTHENTICATED = error(
-    "not_authenticated: no credentials (401 when the project's first authentication class sends a "
-    "challenge, else 403)."
+    _(
+        "not_authenticated: no credentials (401 when the project's first authentication class sends a "
+        "challenge, else 403)."
+    )
 )
-FORBIDDEN = error("permission_denied: authenticated, but not allowed.")
-UNAVAILABLE = error("unavailable: the database cannot be reached; retry later.")
+FORBIDDEN = error(_("permission_denied: authenticated, but not allowed."))
+UNAVAILABLE = error(_("unavailable: the database cannot be reached; retry later."))
 BAD_QUERY = bad_request(
-    "An invalid filter, page_size or cursor (field errors); bad_request: a value the database cannot compare."
+    _(
+        "An invalid filter, page_size or cursor (field errors); bad_request: a value the database cannot "
+        "compare."
+    )
 )
 
 REFUSED_VALUE = error(
-    "bad_request: the request holds a value the database cannot compare (e.g. a NUL in Basic credentials)."
+    _("bad_request: the request holds a value the database cannot compare (e.g. a NUL in Basic credentials).")
 )
 
 READ_ERRORS: dict[int, OpenApiResponse] = {
@@ -74,21 +83,23 @@ READ_ERRORS: dict[int, OpenApiResponse] = {
 LIST_ERRORS: dict[int, OpenApiResponse] = {**READ_ERRORS, 400: BAD_QUERY}
 DETAIL_ERRORS: dict[int, OpenApiResponse] = {
     **READ_ERRORS,
-    404: error("not_found: no such row, or not one this user may see."),
+    404: error(_("not_found: no such row, or not one this user may see.")),
 }
 RESUME_ERRORS: dict[int, OpenApiResponse] = {
     400: bad_request(
-        "invalid_token: the token is malformed or fails its signature; record_mismatch: the stored "
-        "record is another turn's or unreadable; parse_error: the body is not JSON; or field errors "
-        "(token or answer missing, the answer too large or not storable); bad_request: a value the "
-        "database cannot compare."
+        _(
+            "invalid_token: the token is malformed or fails its signature; record_mismatch: the stored "
+            "record is another turn's or unreadable; parse_error: the body is not JSON; or field errors "
+            "(token or answer missing, the answer too large or not storable); bad_request: a value the "
+            "database cannot compare."
+        )
     ),
     401: NOT_AUTHENTICATED,
-    403: error("permission_denied: the pause has an owner, and it is neither this user nor staff."),
-    404: error("not_found: nothing is recorded for this pause (never minted here, or purged)."),
-    409: error("already_answered: the token was already consumed."),
-    410: error("expired: the pause is past its age."),
-    413: error("too_large: the body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE."),
-    415: error("unsupported_media_type: the body must be application/json."),
+    403: error(_("permission_denied: the pause has an owner, and it is neither this user nor staff.")),
+    404: error(_("not_found: nothing is recorded for this pause (never minted here, or purged).")),
+    409: error(_("already_answered: the token was already consumed.")),
+    410: error(_("expired: the pause is past its age.")),
+    413: error(_("too_large: the body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE.")),
+    415: error(_("unsupported_media_type: the body must be application/json.")),
     503: UNAVAILABLE,
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
@@ -29,7 +30,7 @@ class EffectiveStatusField(serializers.ReadOnlyField):
 
 @extend_schema_field(
     {
-        "description": "The question, as given to mint_pause (any JSON); null when its row is gone.",
+        "description": _("The question, as given to mint_pause (any JSON); null when its row is gone."),
         "nullable": True,
         "readOnly": True,
     }
@@ -46,7 +47,7 @@ class RequestField(serializers.Field):  # type: ignore[type-arg]
 
 @extend_schema_serializer(component_name="TurnstatePause")
 class PauseSerializer(serializers.ModelSerializer[Pause]):
-    status = EffectiveStatusField(help_text="pending, answered or expired (a pending pause past its age).")
+    status = EffectiveStatusField(help_text=_("pending, answered or expired (a pending pause past its age)."))
     request = RequestField()
 
     class Meta:
@@ -68,10 +69,13 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
 
 @extend_schema_serializer(component_name="TurnstateResumeRequest")
 class ResumeRequestSerializer(serializers.Serializer[Any]):
-    """The body of ``POST pauses/resume/``. The token is checked by the lifecycle, not here."""
+    """The body of an answer: the pause's token, as minted, and the person's answer."""
 
-    token = serializers.CharField(trim_whitespace=False, help_text="The pause's token, as minted.")
-    answer = serializers.JSONField(allow_null=True, help_text="The person's answer: any JSON value.")
+    # The token is only a string here: its signature, age and owner are the lifecycle's checks
+    # (resume_pause), made in their fixed order before anything is consumed.
+
+    token = serializers.CharField(trim_whitespace=False, help_text=_("The pause's token, as minted."))
+    answer = serializers.JSONField(allow_null=True, help_text=_("The person's answer: any JSON value."))
 
 
 @extend_schema_serializer(component_name="TurnstateResumed")
@@ -79,7 +83,7 @@ class ResumedSerializer(serializers.Serializer[ResumedPause]):
     jti = serializers.CharField(source="claims.jti", read_only=True)
     status = serializers.SerializerMethodField(help_text='Always "answered".')
     resumable = serializers.BooleanField(
-        read_only=True, help_text="Whether this resume found a turn state to continue the run from."
+        read_only=True, help_text=_("Whether this resume found a turn state to continue the run from.")
     )
 
     def get_status(self, resumed: ResumedPause) -> str:
@@ -89,7 +93,7 @@ class ResumedSerializer(serializers.Serializer[ResumedPause]):
 @extend_schema_serializer(component_name="TurnstateUnresumablePause")
 class UnresumablePauseSerializer(serializers.ModelSerializer[UnresumablePause]):
     jti = serializers.CharField(
-        read_only=True, allow_null=True, help_text="The stranded pause; null: no ledger row."
+        read_only=True, allow_null=True, help_text=_("The stranded pause; null: no ledger row.")
     )
     reason = serializers.CharField(read_only=True)
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter
@@ -79,8 +80,8 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
 
     @schema.operation(
         operation_id="turnstate_pauses_list",
-        summary="Pauses this user may see",
-        description="Staff see every pause; other users their own. Ordered by created_at, then id.",
+        summary=_("Pauses this user may see"),
+        description=_("Staff see every pause; other users their own. Ordered by created_at, then id."),
         responses={200: PauseSerializer, **schema.LIST_ERRORS},
     )
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -88,8 +89,8 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
 
     @schema.operation(
         operation_id="turnstate_pauses_retrieve",
-        summary="One pause with its question (no transcript)",
-        description=(
+        summary=_("One pause with its question (no transcript)"),
+        description=_(
             "`request` is the question the pause asks, as stored at mint; never the transcript. "
             "Another user's pause is a 404, so its existence does not leak."
         ),
@@ -105,8 +106,8 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
 
     @schema.operation(
         operation_id="turnstate_pauses_resume",
-        summary="Answer a pause",
-        description=(
+        summary=_("Answer a pause"),
+        description=_(
             "Consumes the token exactly once. An owned pause may be answered by its owner or staff, "
             "an unowned one by any authenticated holder of the token. `resumable` in the response "
             "says whether this resume found a turn state to continue the run from."
@@ -128,8 +129,8 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
 
     @schema.operation(
         operation_id="turnstate_pauses_unresumable",
-        summary="Pauses this store cannot continue (staff)",
-        description="The same rows as the admin's unresumable pauses page.",
+        summary=_("Pauses this store cannot continue (staff)"),
+        description=_("The same rows as the admin's unresumable pauses page."),
         filters=False,
         responses={200: UnresumablePauseSerializer(many=True), **schema.LIST_ERRORS},
     )
@@ -153,7 +154,7 @@ class CheckpointViewSet(
 
     @schema.operation(
         operation_id="turnstate_checkpoints_list",
-        summary="Checkpoint rows, without values (staff)",
+        summary=_("Checkpoint rows, without values (staff)"),
         responses={200: CheckpointRowSerializer, **schema.LIST_ERRORS},
     )
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -161,8 +162,8 @@ class CheckpointViewSet(
 
     @schema.operation(
         operation_id="turnstate_checkpoints_retrieve",
-        summary="One checkpoint row, with its value (staff)",
-        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description="The row's id.")],
+        summary=_("One checkpoint row, with its value (staff)"),
+        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description=_("The row's id."))],
         responses={200: CheckpointDetailSerializer, **schema.DETAIL_ERRORS},
     )
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.core.management.base import BaseCommand, CommandParser
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.expiry import ExpiryBatch, ExpiryResult, expire_overdue
 from turnstate_app.management.commands.turnstate_purge import batch_size
@@ -12,9 +14,12 @@ from turnstate_app.retention import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
 
 
 class Command(BaseCommand):
-    help = (
-        "Mark pending pauses whose expires_at has passed as expired, in batches; an answer that "
-        "commits meanwhile wins."
+    help = cast(
+        str,
+        _(
+            "Mark pending pauses whose expires_at has passed as expired, in batches; an answer that "
+            "commits meanwhile wins."
+        ),
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -23,9 +28,13 @@ class Command(BaseCommand):
             type=batch_size,
             default=DEFAULT_BATCH_SIZE,
             metavar="N",
-            help=f"Pauses per UPDATE (default {DEFAULT_BATCH_SIZE}, max {MAX_BATCH_SIZE}).",
+            help=gettext("Pauses per UPDATE (default {default}, max {maximum}).").format(
+                default=DEFAULT_BATCH_SIZE, maximum=MAX_BATCH_SIZE
+            ),
         )
-        parser.add_argument("--dry-run", action="store_true", help="Count what would expire; change nothing.")
+        parser.add_argument(
+            "--dry-run", action="store_true", help=gettext("Count what would expire; change nothing.")
+        )
 
     def handle(self, *args: Any, batch_size: int, dry_run: bool, verbosity: int, **options: Any) -> None:
         verb = "would expire" if dry_run else "expired"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.models import Pause
 from turnstate_app.retention import (
@@ -40,9 +42,12 @@ def batch_size(text: str) -> int:
 
 
 class Command(BaseCommand):
-    help = (
-        "Delete answered and expired pauses, with their request, turn-state and answer rows, whose "
-        "last event is older than DAYS; or, with --thread, everything of one thread."
+    help = cast(
+        str,
+        _(
+            "Delete answered and expired pauses, with their request, turn-state and answer rows, whose "
+            "last event is older than DAYS; or, with --thread, everything of one thread."
+        ),
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -51,25 +56,31 @@ class Command(BaseCommand):
             "--older-than",
             type=positive_days,
             metavar="DAYS",
-            help="Pauses whose last event (answered_at, else expires_at) is older than this many days.",
+            help=gettext(
+                "Pauses whose last event (answered_at, else expires_at) is older than this many days."
+            ),
         )
         what.add_argument(
-            "--thread", metavar="ID", help="Erase every pause and row of this thread, whatever its state."
+            "--thread",
+            metavar="ID",
+            help=gettext("Erase every pause and row of this thread, whatever its state."),
         )
         parser.add_argument(
             "--include-pending",
             action="store_true",
-            help="Also pending pauses whose expiry is older than DAYS (never marked expired).",
+            help=gettext("Also pending pauses whose expiry is older than DAYS (never marked expired)."),
         )
         parser.add_argument(
-            "--dry-run", action="store_true", help="Count what would be deleted; delete nothing."
+            "--dry-run", action="store_true", help=gettext("Count what would be deleted; delete nothing.")
         )
         parser.add_argument(
             "--batch-size",
             type=batch_size,
             default=DEFAULT_BATCH_SIZE,
             metavar="N",
-            help=f"Pauses (or rows) per transaction (default {DEFAULT_BATCH_SIZE}, max {MAX_BATCH_SIZE}).",
+            help=gettext("Pauses (or rows) per transaction (default {default}, max {maximum}).").format(
+                default=DEFAULT_BATCH_SIZE, maximum=MAX_BATCH_SIZE
+            ),
         )
 
     def handle(

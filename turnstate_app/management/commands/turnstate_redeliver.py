@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.conf import conf
 from turnstate_app.pauses import Redelivery, redeliver
@@ -24,7 +26,7 @@ def non_negative_seconds(text: str) -> int:
 
 
 class Command(BaseCommand):
-    help = "Call RESUME_HANDLER again for answered pauses it never accepted (at-least-once)."
+    help = cast(str, _("Call RESUME_HANDLER again for answered pauses it never accepted (at-least-once)."))
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -32,7 +34,9 @@ class Command(BaseCommand):
             type=non_negative_seconds,
             default=60,
             metavar="SECONDS",
-            help="Only pauses answered at least this long ago (default 60: leave in-flight hand-offs alone).",
+            help=gettext(
+                "Only pauses answered at least this long ago (default 60: leave in-flight hand-offs alone)."
+            ),
         )
 
     def handle(self, *args: Any, older_than: int, **options: Any) -> None:

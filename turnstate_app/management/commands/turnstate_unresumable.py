@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.models import UNRESUMABLE_NO_LEDGER, UNRESUMABLE_NO_TURN_STATE, UnresumablePause
 
@@ -24,10 +26,14 @@ def age(seconds: int) -> str:
 
 
 class Command(BaseCommand):
-    help = "List pending pauses whose request is recorded but whose run this store cannot continue."
+    help = cast(
+        str, _("List pending pauses whose request is recorded but whose run this store cannot continue.")
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--json", action="store_true", help="Print one JSON document instead of a table.")
+        parser.add_argument(
+            "--json", action="store_true", help=gettext("Print one JSON document instead of a table.")
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         now = timezone.now()
