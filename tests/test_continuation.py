@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.pause_helpers import amint, mint, mint_fields
+from tests.test_pauses import data_statements
 from turnstate_app.models import Pause
 from turnstate_app.pauses import (
     Continuation,
@@ -152,3 +155,11 @@ def next_stop(**overrides: Any) -> dict[str, Any]:
     for carried in ("owner", "session_id", "run_id", "thread_id"):
         fields.pop(carried)
     return fields | overrides
+
+
+def test_statements_per_continuation() -> None:
+    """As the README counts them: ledger read, claim, turn taken, outcome recorded, turn given back."""
+    resumed = resume_pause(mint().token, "yes")
+    with CaptureQueriesContext(connection) as continuing:
+        assert continue_once(resumed, lambda continuation: None).ran
+    assert len(data_statements(continuing)) == 5, data_statements(continuing)

@@ -43,5 +43,10 @@ def test_a_raising_check_records_not_resumable_with_a_warning(caplog: pytest.Log
 
 def test_the_check_is_not_asked_when_the_record_failed() -> None:
     asked: list[Any] = []
-    minted = mint(failing=True, resumable_check=lambda claims: asked.append(claims) or True)
+
+    def check(claims: PauseClaims) -> bool:
+        asked.append(claims)
+        return True
+
+    minted = mint(failing=True, resumable_check=check)
     assert minted.resumable is False and asked == []

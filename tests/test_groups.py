@@ -122,3 +122,10 @@ def test_a_group_belongs_to_one_thread() -> None:
     with pytest.raises(ValueError, match="belongs to thread 'thread-a'"):
         mint_pause(**mint_fields(thread_id="thread-b", group="one-thread"))
     assert Pause.objects.in_group("one-thread").count() == 1
+
+
+@pytest.mark.django_db
+def test_group_ids_compare_exactly_on_every_database() -> None:
+    mint_group("Trip", 1, thread="thread-x")
+    mint_group("trip", 1, thread="thread-y")  # another group, so another thread is fine
+    assert Pause.objects.in_group("trip").get().thread_id == "thread-y"
