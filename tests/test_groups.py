@@ -156,3 +156,13 @@ def test_a_group_whose_continuation_crashed_is_stalled_and_one_that_refused_fail
     assert [p.group for p in Pause.objects.in_failed_group(later)] == ["refused"]
     with pytest.raises(ValueError, match="unknown group state"):
         Pause.objects.in_group_state("lost", now)
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "replica"])
+def test_a_group_continues_from_the_primary_behind_an_empty_replica(settings: Any) -> None:
+    first, second = mint_group("replicated", 2)
+    resume_pause(first.token, "A")
+    settings.DATABASE_ROUTERS = ["tests.test_lifecycle_hardening.ReplicaRouter"]
+    assert not Pause.objects.exists()  # reads go to the replica, which is empty
+    result = continue_once(resume_pause(second.token, "B"), members_seen)
+    assert result == ContinueResult(ran=True, output=["A", "B"])

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from turnstate_app.contracts import PauseClaims
-from turnstate_app.models import Pause
+from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.ports.limits import require_id
 
 
@@ -54,8 +54,9 @@ def check_group(group: str | None, thread_id: str) -> str | None:
     return group
 
 
-def members_of(pause: Pause, now: datetime) -> list[Pause]:
-    """Every pause of ``pause``'s group in mint order, with effective status (``[pause]`` without one)."""
+def members_of(pause: Pause, now: datetime, pauses: PauseQuerySet) -> list[Pause]:
+    """Every pause of ``pause``'s group in mint order, read from ``pauses`` with their effective
+    status (``[pause]`` without a group)."""
     if pause.group is None:
         return [pause]
-    return list(Pause.objects.in_group(pause.group).with_effective_status(now).order_by("created_at", "pk"))
+    return list(pauses.in_group(pause.group).with_effective_status(now).order_by("created_at", "pk"))
