@@ -166,3 +166,12 @@ def test_a_group_continues_from_the_primary_behind_an_empty_replica(settings: An
     assert not Pause.objects.exists()  # reads go to the replica, which is empty
     result = continue_once(resume_pause(second.token, "B"), members_seen)
     assert result == ContinueResult(ran=True, output=["A", "B"])
+
+
+@pytest.mark.django_db
+def test_a_group_that_continued_takes_no_new_member() -> None:
+    [only] = mint_group("closed", 1, thread="thread-closed")
+    assert continue_once(resume_pause(only.token, "A"), members_seen).ran
+    with pytest.raises(ValueError, match="has already continued"):
+        mint_group("closed", 1, thread="thread-closed")
+    assert Pause.objects.in_group("closed").count() == 1
