@@ -18,7 +18,7 @@ from turnstate_app.errors import ThreadBusyError
 from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, continuation_key, thread_turn_key
 from turnstate_app.models import CheckpointMetadata
 from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
-from turnstate_app.pauses.thread_turns import take_turn
+from turnstate_app.pauses.thread_turns import ThreadTurn, take_turn
 from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -110,3 +110,21 @@ async def test_async_continuations_of_one_thread_in_one_event_loop_take_turns() 
     assert [result.ran for result in results] == [True, True]
     first, second = sorted(spans)
     assert first[1] <= second[0], spans
+
+
+@pytest.mark.django_db
+def test_a_turn_is_as_old_as_its_holding_not_its_waiting(turnstate_settings: Any) -> None:
+    """A waiter that finally takes the turn must not look stalled to the next one at once."""
+    turnstate_settings["STALLED_AFTER"] = 0.2
+    store = get_default_store()
+    holder = take_turn(store, "thread-w", wait=0)
+    waiter = ThreadTurn(store, "thread-w")
+    assert not waiter.try_take()
+    time.sleep(0.25)  # the holder is stale now, and the waiter has waited as long
+    taken_at = time.time()
+    assert waiter.try_take()
+    assert json.loads(CheckpointMetadata.objects.get(key=thread_turn_key()).value)["since"] >= taken_at
+    assert not ThreadTurn(store, "thread-w").try_take()  # the new holder is not stale
+    holder.release()  # the old holder's release leaves the new holder's row alone
+    assert CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()
+    waiter.release()
