@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 import pytest
 
-from tests.pause_helpers import mint
+from tests.pause_helpers import amint, mint
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.models import Pause
 
@@ -50,3 +51,14 @@ def test_the_check_is_not_asked_when_the_record_failed() -> None:
 
     minted = mint(failing=True, resumable_check=check)
     assert minted.resumable is False and asked == []
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_async_check_is_awaited_not_taken_for_a_yes() -> None:
+    async def check(claims: PauseClaims) -> bool:
+        await asyncio.sleep(0)
+        return claims.tool_call_id == "call-yes"
+
+    yes = await amint(tool_call_id="call-yes", resumable_check=check)
+    no = await amint(tool_call_id="call-no", resumable_check=check)
+    assert (yes.resumable, no.resumable) == (True, False)

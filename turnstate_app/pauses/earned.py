@@ -9,14 +9,19 @@ answer, the pause simply does not promise a continuation.
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import async_to_sync
 
 from turnstate_app.contracts import PauseClaims
 
 logger = logging.getLogger(__name__)
 
-ResumableCheck = Callable[[PauseClaims], bool]
+ResumableCheck = Callable[[PauseClaims], bool | Awaitable[bool]]
+"""A plain function or an ``async def`` (awaited: a coroutine is never mistaken for a "yes")."""
 
 
 def earned(recorded: bool, check: ResumableCheck | None, claims: PauseClaims) -> bool:
@@ -24,7 +29,10 @@ def earned(recorded: bool, check: ResumableCheck | None, claims: PauseClaims) ->
     if not recorded or check is None:
         return recorded
     try:
-        return bool(check(claims))
+        outcome = check(claims)
+        if inspect.isawaitable(outcome):
+            outcome = async_to_sync(_awaited)(outcome)
+        return bool(outcome)
     except Exception:
         logger.warning(
             "resumable_check %r raised for pause %s (thread %s); the pause is recorded as not resumable",
@@ -34,3 +42,7 @@ def earned(recorded: bool, check: ResumableCheck | None, claims: PauseClaims) ->
             exc_info=True,
         )
         return False
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable

@@ -13,15 +13,14 @@ claim with it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
 
-from turnstate_app.contracts import PauseClaims
 from turnstate_app.models import Pause, PauseQuerySet
+from turnstate_app.pauses.earned import ResumableCheck
 from turnstate_app.ports.limits import require_id
 
 
@@ -31,7 +30,7 @@ class Lifecycle:
 
     answer_schema: dict[str, Any] | None = None
     group: str | None = None
-    resumable_check: Callable[[PauseClaims], bool] | None = None
+    resumable_check: ResumableCheck | None = None
 
 
 NO_LIFECYCLE = Lifecycle()
