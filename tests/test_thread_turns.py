@@ -1,0 +1,130 @@
+"""Continuations of one thread take turns: across processes, and past a holder that crashed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import time
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from tests import lifecycle_processes
+from tests.pause_helpers import amint, mint
+from tests.test_continuation import next_stop
+from turnstate_app.errors import ThreadBusyError
+from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, continuation_key, thread_turn_key
+from turnstate_app.models import CheckpointMetadata
+from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
+from turnstate_app.pauses.thread_turns import ThreadTurn, take_turn
+from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
+from turnstate_app.turnstate import TurnCheckpointStore
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_pauses_of_one_thread_continued_at_once_run_one_after_the_other() -> None:
+    first = mint(thread_id="thread-t", tool_call_id="call-a")
+    second = mint(thread_id="thread-t", tool_call_id="call-b")
+    for minted in (first, second):
+        resume_pause(minted.token, "yes")
+    barrier = SPAWN.Barrier(2)
+    results = SPAWN.Queue()
+    racers = [
+        SPAWN.Process(
+            target=lifecycle_processes.continue_answered,
+            args=(dict(connection.settings_dict), minted.claims.jti, "turns", 0.4, barrier, results),
+        )
+        for minted in (first, second)
+    ]
+    for racer in racers:
+        racer.start()
+    outcomes = {jti: (ran, reason) for jti, ran, reason in (results.get(timeout=120) for _ in racers)}
+    for racer in racers:
+        racer.join(timeout=30)
+    assert outcomes == {first.claims.jti: (True, None), second.claims.jti: (True, None)}
+    earlier, later = lifecycle_processes.runs("turns")
+    assert earlier["pid"] != later["pid"]
+    assert earlier["left"] <= later["entered"], (earlier, later)  # strictly one after the other
+    assert not CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()  # given back
+
+
+@pytest.mark.django_db
+def test_a_turn_left_by_a_crashed_holder_is_taken_over_after_stalled_after(turnstate_settings: Any) -> None:
+    turnstate_settings["STALLED_AFTER"] = 30
+    store = get_default_store()
+    place = {"thread_id": "thread-c", "checkpoint_id": THREAD_TURN_CHECKPOINT_ID, "key": thread_turn_key()}
+    crashed = json.dumps({"holder": "gone", "since": time.time() - 31})
+    CheckpointMetadata.objects.create(**place, value=crashed)
+    turn = take_turn(store, "thread-c", wait=1)
+    assert CheckpointMetadata.objects.get(**place).value == turn.value
+    turn.release()
+    assert not CheckpointMetadata.objects.filter(**place).exists()
+
+
+@pytest.mark.django_db
+def test_a_busy_thread_gives_the_continuation_back_untouched(turnstate_settings: Any) -> None:
+    turnstate_settings["STALLED_AFTER"] = 0.3
+    resumed = resume_pause(mint(thread_id="thread-busy").token, "yes")
+    holder = take_turn(get_default_store(), "thread-busy", wait=0)
+    holder.value = json.dumps({"holder": "alive", "since": time.time() + 3600})  # never stale
+    CheckpointMetadata.objects.filter(key=thread_turn_key()).update(value=holder.value)
+
+    def run(continuation: Continuation) -> None:
+        pytest.fail("ran while another continuation held the thread")
+
+    with pytest.raises(ThreadBusyError):
+        continue_once(resumed, run)
+    claim = continuation_key(resumed.claims.jti)
+    assert not CheckpointMetadata.objects.filter(key=claim).exists()  # a redelivery may run it
+    holder.release()
+    assert continue_once(resumed, lambda continuation: "now").output == "now"
+
+
+def test_turns_on_the_memory_port_too() -> None:
+    store = TurnCheckpointStore(commands=InMemoryCheckpointCommandPort())
+    turn = take_turn(store, "thread-m", wait=0)
+    with pytest.raises(ThreadBusyError):
+        take_turn(store, "thread-m", wait=0.05)
+    turn.release()
+    take_turn(store, "thread-m", wait=0).release()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_async_continuations_of_one_thread_in_one_event_loop_take_turns() -> None:
+    """The waiter sleeps on the event loop, not in the thread its holder needs to finish."""
+    tokens = [(await amint(thread_id="thread-loop", tool_call_id=f"call-{i}")).token for i in range(2)]
+    resumed = [await aresume_pause(token, i) for i, token in enumerate(tokens)]
+    spans: list[tuple[float, float]] = []
+
+    async def run(continuation: Continuation) -> None:
+        entered = time.monotonic()
+        await asyncio.sleep(0.2)
+        await continuation.amint_next(**next_stop())  # needs the thread the waiter must not block
+        spans.append((entered, time.monotonic()))
+
+    results = await asyncio.gather(*(acontinue_once(one, run) for one in resumed))
+    assert [result.ran for result in results] == [True, True]
+    first, second = sorted(spans)
+    assert first[1] <= second[0], spans
+
+
+@pytest.mark.django_db
+def test_a_turn_is_as_old_as_its_holding_not_its_waiting(turnstate_settings: Any) -> None:
+    """A waiter that finally takes the turn must not look stalled to the next one at once."""
+    turnstate_settings["STALLED_AFTER"] = 0.2
+    store = get_default_store()
+    holder = take_turn(store, "thread-w", wait=0)
+    waiter = ThreadTurn(store, "thread-w")
+    assert not waiter.try_take()
+    time.sleep(0.25)  # the holder is stale now, and the waiter has waited as long
+    taken_at = time.time()
+    assert waiter.try_take()
+    assert json.loads(CheckpointMetadata.objects.get(key=thread_turn_key()).value)["since"] >= taken_at
+    assert not ThreadTurn(store, "thread-w").try_take()  # the new holder is not stale
+    holder.release()  # the old holder's release leaves the new holder's row alone
+    assert CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()
+    waiter.release()
