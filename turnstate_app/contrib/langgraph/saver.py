@@ -14,7 +14,7 @@ import builtins
 import random
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import UTC
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import router
@@ -59,6 +59,23 @@ from turnstate_app.contrib.langgraph.rows import (
 from turnstate_app.contrib.langgraph.serde import default_serde
 
 PAGE = 100  # checkpoints whose values one query of ``list`` fetches
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return method(*args, **kwargs)
+
+
+# The async twins' one hop onto Django's thread-sensitive executor, built once rather than per call.
+_in_executor = sync_to_async(_call, thread_sensitive=True)
+
+
+async def _hop(method: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    result: T = await _in_executor(method, *args, **kwargs)
+    return result
 
 
 _checkpoint_model: Any = None
@@ -402,7 +419,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
     # -- async twins: one hop each onto Django's thread-sensitive executor ------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await sync_to_async(self._get_tuple, thread_sensitive=True)(config, keep=True)
+        return await _hop(self._get_tuple, config, keep=True)
 
     async def alist(
         self,
@@ -412,9 +429,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        found = await sync_to_async(self._list, thread_sensitive=True)(
-            config, filter=filter, before=before, limit=limit, keep=True
-        )
+        found = await _hop(self._list, config, filter=filter, before=before, limit=limit, keep=True)
         for item in found:
             yield item
 
@@ -425,9 +440,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await sync_to_async(self._put, thread_sensitive=True)(
-            config, checkpoint, metadata, new_versions, keep=True
-        )
+        return await _hop(self._put, config, checkpoint, metadata, new_versions, keep=True)
 
     async def aput_writes(
         self,
@@ -436,9 +449,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await sync_to_async(self._put_writes, thread_sensitive=True)(
-            config, writes, task_id, task_path, keep=True
-        )
+        await _hop(self._put_writes, config, writes, task_id, task_path, keep=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._amaintain(maintenance.delete_threads, [thread_id_of(thread_id)])
@@ -454,4 +465,4 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         await self._amaintain(maintenance.prune, [thread_id_of(t) for t in thread_ids], strategy, self.serde)
 
     async def _amaintain(self, operation: Callable[..., object], *args: Any) -> None:
-        await sync_to_async(self._maintain, thread_sensitive=True)(operation, *args, keep=True)
+        await _hop(self._maintain, operation, *args, keep=True)
