@@ -111,6 +111,36 @@ def run_writes(connection: BaseDatabaseWrapper, batch: Sequence[tuple[str, Seque
     if len(batch) == 1 and not connection.in_atomic_block:
         write(connection, *batch[0])
         return
+    if connection.vendor == "sqlite" and not connection.in_atomic_block and not _observed(connection):
+        _sqlite_transaction(connection, batch)
+        return
     with transaction.atomic(using=connection.alias):
         for sql, params in batch:
             write(connection, sql, params)
+
+
+def _sqlite_transaction(connection: BaseDatabaseWrapper, batch: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    """The transaction ``atomic()`` opens on SQLite (``BEGIN`` in the connection's transaction mode,
+    then ``COMMIT``), without its bookkeeping, which costs more than the statements of a small put.
+
+    Only outside any atomic block, in autocommit, with nobody observing: then no savepoint, no
+    ``on_commit`` callback and no other statement can fall inside it, and it ends here either way.
+    """
+    cursor, mode = _driver(connection)
+    if not connection.get_autocommit():
+        with transaction.atomic(using=connection.alias):
+            for sql, params in batch:
+                write(connection, sql, params)
+        return
+    begin = "BEGIN" if connection.transaction_mode is None else f"BEGIN {connection.transaction_mode}"  # type: ignore[attr-defined]
+    driver = connection.connection
+    with connection.wrap_database_errors:
+        cursor.execute(begin)
+        try:
+            for sql, params in batch:
+                _run(cursor, mode, sql, params)
+            cursor.execute("COMMIT")
+        except BaseException:
+            if driver.in_transaction:
+                driver.rollback()
+            raise
