@@ -452,6 +452,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--n-small", type=int, default=200, help="calls per op, contender and round at 2 KB")
     parser.add_argument("--n-large", type=int, default=20, help="calls per op, contender and round at 200 KB")
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="run under cProfile, write its stats here and print the saver's costliest functions",
+    )
     return parser.parse_args(argv)
 
 
@@ -566,5 +572,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def profiled(argv: list[str] | None = None) -> int:
+    """:func:`main`, under cProfile when ``--profile`` is given (timings then include its overhead)."""
+    args = parse_args(argv)
+    if args.profile is None:
+        return main(argv)
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    status = profile.runcall(main, argv)
+    profile.dump_stats(str(args.profile))
+    stats = pstats.Stats(profile)
+    stats.sort_stats("tottime").print_stats("turnstate_app|django/db|sqlite3|psycopg|serde", 30)
+    return status
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(profiled())

@@ -13,24 +13,37 @@ on Django's thread-sensitive executor, whose one connection is reused as usual.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+_main_thread = threading.main_thread
 
-@contextmanager
-def borrowed(alias: str, *, keep: bool) -> Iterator[BaseDatabaseWrapper]:
-    """The thread's connection to ``alias``; closed after use when this call opened it (unless ``keep``)."""
-    connection = connections[alias]
-    close_after = (
-        not keep
-        and connection.connection is None
-        and threading.current_thread() is not threading.main_thread()
-    )
-    try:
-        yield connection
-    finally:
-        if close_after and not connection.in_atomic_block:
-            connection.close()
+
+class borrowed:  # noqa: N801 - used as a context manager, like contextlib's lowercase ones
+    """The thread's connection to ``alias``; closed after use when this call opened it (unless ``keep``).
+
+    A class rather than a generator-based context manager: every saver call enters one.
+    """
+
+    __slots__ = ("close_after", "connection")
+
+    def __init__(self, alias: str, *, keep: bool) -> None:
+        connection = connections[alias]
+        self.connection = connection
+        self.close_after = (
+            not keep and connection.connection is None and threading.current_thread() is not _main_thread()
+        )
+
+    def __enter__(self) -> BaseDatabaseWrapper:
+        return self.connection
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.close_after and not self.connection.in_atomic_block:
+            self.connection.close()

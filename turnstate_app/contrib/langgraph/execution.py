@@ -6,95 +6,141 @@ installed, statements go through ``connection.cursor()`` so every observer sees 
 Otherwise they run on a cached driver cursor of the same connection, still inside
 Django's connection management, thread checks and error translation; on PostgreSQL
 server-side bound and prepared (``TURNSTATE["PREPARED_STATEMENTS"]``).
+
+The unobserved path is the one a graph takes on every step, so it is kept short: the
+driver cursor and the statement in the driver's own placeholder style are looked up
+once per connection and statement, and a read comes back as a plain list of rows.
 """
 
 from __future__ import annotations
 
 import sys
+from asyncio import _get_running_loop
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from turnstate_app.conf import conf
 
-_cursors: WeakKeyDictionary[BaseDatabaseWrapper, tuple[Any, Any]] = WeakKeyDictionary()
+# The driver connection a wrapper's cached cursor belongs to, the cursor, how statements
+# run on it; kept on the wrapper itself (one per thread and alias, as Django keeps them).
+_CACHE = "_turnstate_langgraph_cursor"
+_SQLITE, _PREPARED, _PLAIN = 0, 1, 2
+_qmarks: dict[str, str] = {}
 
 
-@lru_cache(maxsize=1024)
 def _qmark(sql: str) -> str:
-    return sql.replace("%s", "?")  # the saver's statements contain no other %
+    native = _qmarks.get(sql)
+    if native is None:
+        if len(_qmarks) >= 4096:  # a bound, though the saver spells far fewer statements
+            _qmarks.clear()
+        native = _qmarks[sql] = sql.replace("%s", "?")  # the saver's statements contain no other %
+    return native
 
 
-def execute(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> Any:
-    """Run one statement; return the cursor it ran on (read its rows before the next call)."""
-    if connection.queries_logged or connection.execute_wrappers:
-        cursor = connection.cursor()
-        cursor.execute(sql, params)
-        return cursor
+def _observed(connection: BaseDatabaseWrapper) -> bool:
+    return bool(connection.queries_logged or connection.execute_wrappers)
+
+
+def _driver(connection: BaseDatabaseWrapper) -> tuple[Any, int]:
+    """The connection's cached driver cursor (after Django's guards), rebuilt for a new driver connection."""
     connection.close_if_health_check_failed()
-    connection.ensure_connection()
+    if connection.connection is None or _get_running_loop() is not None:
+        # Connects; or, open but called under a running event loop, raises Django's
+        # SynchronousOnlyOperation (its own check, which costs an exception per call otherwise).
+        connection.ensure_connection()
     connection.validate_thread_sharing()
     connection.validate_no_broken_transaction()
-    with connection.wrap_database_errors:
-        cursor, vendor = _driver_cursor(connection)
-        if vendor == "sqlite":
-            cursor.execute(_qmark(sql), params)
-        elif vendor == "postgresql" and conf.PREPARED_STATEMENTS:
-            cursor.execute(sql, params, prepare=True)
-        else:
-            cursor.execute(sql, params)
-    return _Translated(connection, cursor)
-
-
-class _Translated:
-    """The driver cursor, its fetches under Django's error translation."""
-
-    def __init__(self, connection: BaseDatabaseWrapper, cursor: Any) -> None:
-        self.connection = connection
-        self.cursor = cursor
-
-    @property
-    def rowcount(self) -> int:
-        return int(self.cursor.rowcount)
-
-    def fetchone(self) -> Any:
-        with self.connection.wrap_database_errors:
-            return self.cursor.fetchone()
-
-    def fetchall(self) -> list[Any]:
-        with self.connection.wrap_database_errors:
-            return list(self.cursor.fetchall())
-
-
-def _driver_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, str]:
     driver = connection.connection
-    cached = _cursors.get(connection)
+    cached = connection.__dict__.get(_CACHE)
     if cached is not None and cached[0] is driver:
-        return cached[1], connection.vendor
+        return cached[1], cached[2]
     if connection.vendor == "postgresql":
         import psycopg
 
-        if conf.PREPARED_STATEMENTS and driver.prepare_threshold is None:
+        mode = _PREPARED if conf.PREPARED_STATEMENTS else _PLAIN
+        if mode == _PREPARED and driver.prepare_threshold is None:
             # Django turns preparation off (None) unless OPTIONS set it; a threshold no ORM
             # query reaches keeps it off for them while ``prepare=True`` works here.
             driver.prepare_threshold = sys.maxsize
         cursor = psycopg.Cursor(driver)
     else:
+        mode = _SQLITE if connection.vendor == "sqlite" else _PLAIN
         cursor = driver.cursor()
-    _cursors[connection] = (driver, cursor)
-    return cursor, connection.vendor
+    connection.__dict__[_CACHE] = (driver, cursor, mode)
+    return cursor, mode
+
+
+def _run(cursor: Any, mode: int, sql: str, params: Sequence[Any]) -> None:
+    if mode == _SQLITE:
+        cursor.execute(_qmark(sql), params)
+    elif mode == _PREPARED:
+        cursor.execute(sql, params, prepare=True)
+    else:
+        cursor.execute(sql, params)
+
+
+def fetch(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> list[Any]:
+    """Run one query; return its rows."""
+    if _observed(connection):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+    cursor, mode = _driver(connection)
+    with connection.wrap_database_errors:
+        _run(cursor, mode, sql, params)
+        return list(cursor.fetchall())
+
+
+def write(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> None:
+    """Run one data-modifying statement."""
+    if _observed(connection):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+        return
+    cursor, mode = _driver(connection)
+    with connection.wrap_database_errors:
+        _run(cursor, mode, sql, params)
 
 
 def run_writes(connection: BaseDatabaseWrapper, batch: Sequence[tuple[str, Sequence[Any]]]) -> None:
     """Statements that land together: one alone in autocommit, else in a transaction (or a
     savepoint of the caller's, so a refused write leaves the caller's transaction usable)."""
     if len(batch) == 1 and not connection.in_atomic_block:
-        execute(connection, *batch[0])
+        write(connection, *batch[0])
+        return
+    if connection.vendor == "sqlite" and not connection.in_atomic_block and not _observed(connection):
+        _sqlite_transaction(connection, batch)
         return
     with transaction.atomic(using=connection.alias):
         for sql, params in batch:
-            execute(connection, sql, params)
+            write(connection, sql, params)
+
+
+def _sqlite_transaction(connection: BaseDatabaseWrapper, batch: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    """The transaction ``atomic()`` opens on SQLite (``BEGIN`` in the connection's transaction mode,
+    then ``COMMIT``), without its bookkeeping, which costs more than the statements of a small put.
+
+    Only outside any atomic block, in autocommit, with nobody observing: then no savepoint, no
+    ``on_commit`` callback and no other statement can fall inside it, and it ends here either way.
+    """
+    cursor, mode = _driver(connection)
+    if not connection.get_autocommit():
+        with transaction.atomic(using=connection.alias):
+            for sql, params in batch:
+                write(connection, sql, params)
+        return
+    begin = "BEGIN" if connection.transaction_mode is None else f"BEGIN {connection.transaction_mode}"  # type: ignore[attr-defined]
+    driver = connection.connection
+    with connection.wrap_database_errors:
+        cursor.execute(begin)
+        try:
+            for sql, params in batch:
+                _run(cursor, mode, sql, params)
+            cursor.execute("COMMIT")
+        except BaseException:
+            if driver.in_transaction:
+                driver.rollback()
+            raise

@@ -16,7 +16,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from turnstate_app.contrib.langgraph import statements
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
-from turnstate_app.contrib.langgraph.rows import loads
+from turnstate_app.contrib.langgraph.rows import BODY_WHAT, loads
 
 CHUNK = 500  # ids per IN (...): far under every database's parameter limit
 STRATEGIES = ("keep_latest", "delete")
@@ -148,7 +148,7 @@ def _delete_unreferenced_values(alias: str, spaces: set[tuple[str, str]], serde:
         ):
             if (thread_id, ns_key) not in spaces:
                 continue
-            body = loads(serde, type_, blob, what=f"checkpoint {checkpoint_id!r} of thread {thread_id!r}")
+            body = loads(serde, type_, blob, BODY_WHAT, checkpoint_id, thread_id)
             for channel, version in body["channel_versions"].items():
                 referenced.add((thread_id, ns_key, channel, str(version)))
     unreferenced: list[Any] = []

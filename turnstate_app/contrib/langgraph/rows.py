@@ -25,11 +25,14 @@ BlobMap = dict[tuple[str, str, str, str], tuple[str, bytes | None]]
 WriteMap = dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]]
 
 
-def loads(serde: SerializerProtocol, type_: str, data: Any, *, what: str) -> Any:
+def loads(serde: SerializerProtocol, type_: str, data: Any, what: str, *parts: Any) -> Any:
+    """One stored value; ``what.format(*parts)`` names it in the error (spelt only on failure)."""
     try:
-        return serde.loads_typed((type_, b"" if data is None else bytes(data)))
+        blob = data if type(data) is bytes else b"" if data is None else bytes(data)
+        return serde.loads_typed((type_, blob))
     except Exception as exc:
-        raise UnreadableCheckpointError(f"{what} cannot be read: {type(exc).__name__}: {exc}") from exc
+        name = what.format(*parts)
+        raise UnreadableCheckpointError(f"{name} cannot be read: {type(exc).__name__}: {exc}") from exc
 
 
 def load_json(value: Any) -> dict[str, Any]:
@@ -55,10 +58,21 @@ def write_rows(
     task_path: str,
 ) -> list[Any]:
     """Flat parameters of one row per write; special channels take their fixed negative index."""
+    thread_id, ns_key, checkpoint_id = place
     params: list[Any] = []
     for position, (channel, value) in enumerate(writes):
         type_, blob = serde.dumps_typed(value)
-        params += [*place, task_id, task_path, WRITES_IDX_MAP.get(channel, position), channel, type_, blob]
+        params += (
+            thread_id,
+            ns_key,
+            checkpoint_id,
+            task_id,
+            task_path,
+            WRITES_IDX_MAP.get(channel, position),
+            channel,
+            type_,
+            blob,
+        )
     return params
 
 
@@ -88,7 +102,6 @@ def build_tuple(
 ) -> CheckpointTuple:
     """A :class:`CheckpointTuple` from a checkpoint row, its decoded body and the values fetched for it."""
     _ns, checkpoint_id, parent_id, _type, _blob, metadata = row
-    where = f"thread {thread_id!r}, checkpoint {checkpoint_id!r}"
     inline = body.get("channel_values") or {}
     values: dict[str, Any] = {}
     for channel, version in body["channel_versions"].items():
@@ -96,31 +109,45 @@ def build_tuple(
         if found is None:
             found = blobs.get((thread_id, ns_key, channel, str(version)))
         if found is not None and found[0] != EMPTY:
-            values[channel] = loads(serde, found[0], found[1], what=f"channel {channel!r} of {where}")
-    checkpoint = {**body, "channel_values": values}
-    pending = sorted(
-        writes.get((thread_id, ns_key, checkpoint_id), []), key=lambda w: writes_sort_key(w[0], w[1], w[2])
-    )
-    return CheckpointTuple(
-        config=config_of(thread_id, ns, checkpoint_id),
-        checkpoint=checkpoint,  # type: ignore[arg-type]
-        metadata=load_json(metadata),  # type: ignore[arg-type]
-        parent_config=config_of(thread_id, ns, parent_id) if parent_id else None,
-        pending_writes=[
+            values[channel] = loads(
+                serde, found[0], found[1], CHANNEL_WHAT, channel, thread_id, checkpoint_id
+            )
+    body["channel_values"] = values  # the body is this call's own, freshly decoded
+    pending = writes.get((thread_id, ns_key, checkpoint_id))
+    if pending:
+        pending.sort(key=_write_order)
+        pending_writes = [
             (
                 task_id,
                 channel,
-                loads(serde, type_, blob, what=f"write {task_id!r}/{idx} to {channel!r} of {where}"),
+                loads(serde, type_, blob, WRITE_WHAT, task_id, idx, channel, thread_id, checkpoint_id),
             )
             for _path, task_id, idx, channel, type_, blob in pending
-        ],
+        ]
+    else:
+        pending_writes = []
+    return CheckpointTuple(
+        config=config_of(thread_id, ns, checkpoint_id),
+        checkpoint=body,  # type: ignore[arg-type]
+        metadata=load_json(metadata),  # type: ignore[arg-type]
+        parent_config=config_of(thread_id, ns, parent_id) if parent_id else None,
+        pending_writes=pending_writes,
     )
+
+
+CHANNEL_WHAT = "channel {0!r} of thread {1!r}, checkpoint {2!r}"
+WRITE_WHAT = "write {0!r}/{1} to {2!r} of thread {3!r}, checkpoint {4!r}"
+BODY_WHAT = "checkpoint {0!r} of thread {1!r}"
+
+
+def _write_order(write: tuple[str, str, int, str, str, bytes]) -> tuple[Any, ...]:
+    return writes_sort_key(write[0], write[1], write[2])
 
 
 def decode_body(serde: SerializerProtocol, thread_id: str, row: Sequence[Any]) -> dict[str, Any]:
     """The checkpoint without its channel values (``channel_values``: the inline ones, serialized)."""
     _ns, checkpoint_id, _parent, type_, blob, _metadata = row
-    body = loads(serde, type_, blob, what=f"checkpoint {checkpoint_id!r} of thread {thread_id!r}")
+    body = loads(serde, type_, blob, BODY_WHAT, checkpoint_id, thread_id)
     if not isinstance(body, dict) or not isinstance(body.get("channel_versions"), dict):
         raise UnreadableCheckpointError(
             f"checkpoint {checkpoint_id!r} of thread {thread_id!r} cannot be read: not a checkpoint"

@@ -13,7 +13,8 @@ from __future__ import annotations
 import builtins
 import random
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
+from datetime import UTC
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import router
@@ -36,7 +37,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from turnstate_app.contrib.langgraph import maintenance, statements
 from turnstate_app.contrib.langgraph.connections import borrowed
-from turnstate_app.contrib.langgraph.execution import execute, run_writes
+from turnstate_app.contrib.langgraph.execution import fetch, run_writes
 from turnstate_app.contrib.langgraph.keys import (
     NAME_MAX_LENGTH,
     SHORT_ID_MAX_LENGTH,
@@ -60,10 +61,42 @@ from turnstate_app.contrib.langgraph.serde import default_serde
 PAGE = 100  # checkpoints whose values one query of ``list`` fetches
 
 
-def _model() -> Any:
-    from turnstate_app.contrib.langgraph.models import Checkpoint as CheckpointRow
+P = ParamSpec("P")
+T = TypeVar("T")
 
-    return CheckpointRow
+
+def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return method(*args, **kwargs)
+
+
+# The async twins' one hop onto Django's thread-sensitive executor, built once rather than per call.
+_in_executor = sync_to_async(_call, thread_sensitive=True)
+
+
+async def _hop(method: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    result: T = await _in_executor(method, *args, **kwargs)
+    return result
+
+
+_checkpoint_model: Any = None
+
+
+def _model() -> Any:
+    global _checkpoint_model
+    if _checkpoint_model is None:
+        from turnstate_app.contrib.langgraph.models import Checkpoint as CheckpointRow
+
+        _checkpoint_model = CheckpointRow
+    return _checkpoint_model
+
+
+def _created_at(connection: BaseDatabaseWrapper) -> Any:
+    """``now`` as the connection stores a ``DateTimeField``: Django's own adaptation, whose result
+    on SQLite in UTC (naive UTC, ``str``) is spelt directly, as every ``put`` stores one."""
+    now = timezone.now()
+    if connection.vendor == "sqlite" and now.tzinfo is UTC and connection.timezone is UTC:
+        return str(now.replace(tzinfo=None))
+    return connection.ops.adapt_datetimefield_value(now)
 
 
 class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
@@ -97,25 +130,22 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         ns = namespace_of(conf.get("checkpoint_ns", ""))
         ns_key = ns_hash(ns)
         checkpoint_id = get_checkpoint_id(config)
-        alias = self._read_alias()
+        alias = self.using or router.db_for_read(_checkpoint_model or _model())
         if checkpoint_id:
-            sql = statements.get_checkpoint(alias, by_id=True)
+            sql = statements.get_checkpoint(alias, True)
             params: tuple[Any, ...] = (thread_id, ns_key, checkpoint_id, thread_id, ns_key)
         else:
-            sql = statements.get_checkpoint(alias, by_id=False)
+            sql = statements.get_checkpoint(alias, False)
             params = (thread_id, ns_key, thread_id, ns_key)
         with borrowed(alias, keep=keep) as connection:
-            found = execute(connection, sql, params).fetchall()
+            found = fetch(connection, sql, params)
             if not found:
                 return None
             row = found[0][:6]
             body = decode_body(self.serde, thread_id, row)
-            blobs = self._blobs(connection, [(thread_id, ns_key, body)])
-        writes = [
-            (path or "", task_id, int(idx), channel, type_, blob)
-            for *_, task_id, path, idx, channel, type_, blob in found
-            if task_id is not None
-        ]
+            blobs = self._blobs(connection, [(thread_id, ns_key, body)]) if stored_elsewhere(body) else {}
+        # the checkpoint's 6 columns, then a write's: task_id, path, idx, channel, type, blob
+        writes = [(r[7] or "", r[6], int(r[8]), r[9], r[10], r[11]) for r in found if r[6] is not None]
         return build_tuple(
             self.serde, thread_id, ns, ns_key, row, body, blobs, {(thread_id, ns_key, row[1]): writes}
         )
@@ -154,7 +184,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             write_groups.append(len(ids))
             params += [*space, *ids]
         sql = statements.get_values(connection.alias, tuple(blob_groups), tuple(write_groups))
-        return split_values(execute(connection, sql, params).fetchall())
+        return split_values(fetch(connection, sql, params))
 
     def list(
         self,
@@ -193,29 +223,33 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             else:
                 sql = statements.list_checkpoints(
                     alias,
-                    thread=thread_id is not None,
-                    ns=ns_key is not None,
-                    checkpoint_id=bool(checkpoint_id),
-                    before=bool(before_id),
-                    limit=limit is not None,
+                    thread_id is not None,
+                    ns_key is not None,
+                    bool(checkpoint_id),
+                    bool(before_id),
+                    limit is not None,
                 )
                 given = (thread_id, ns_key, checkpoint_id or None, before_id or None)
                 params = [p for p in given if p is not None] + ([max(limit, 0)] if limit is not None else [])
                 fetched = []
-                for thread, space, *columns in execute(connection, sql, params).fetchall():
-                    row, (task_id, path, idx, channel, type_, blob) = columns[:6], columns[6:]
-                    place = (thread, space, row[1])
-                    if place not in writes:
-                        writes[place] = []
-                        fetched.append((thread, space, *row))
-                    if task_id is not None:
-                        writes[place].append((path or "", task_id, int(idx), channel, type_, blob))
+                # thread, ns_hash, the checkpoint's 6 columns, then a write's 6 (NULL: none)
+                for r in fetch(connection, sql, params):
+                    place = (r[0], r[1], r[3])
+                    found = writes.get(place)
+                    if found is None:
+                        found = writes[place] = []
+                        fetched.append(r[:8])
+                    if r[8] is not None:
+                        found.append((r[9] or "", r[8], int(r[10]), r[11], r[12], r[13]))
             for start in range(0, len(fetched), PAGE):
                 page = [
-                    (thread, space, row, decode_body(self.serde, thread, row))
-                    for thread, space, *row in fetched[start : start + PAGE]
+                    (r[0], r[1], r[2:8], decode_body(self.serde, r[0], r[2:8]))
+                    for r in fetched[start : start + PAGE]
                 ]
-                blobs = self._blobs(connection, [(thread, space, body) for thread, space, _, body in page])
+                elsewhere = [
+                    (thread, space, body) for thread, space, _, body in page if stored_elsewhere(body)
+                ]
+                blobs = self._blobs(connection, elsewhere) if elsewhere else {}
                 results += [
                     build_tuple(self.serde, thread, row[0], space, row, body, blobs, writes)
                     for thread, space, row, body in page
@@ -289,7 +323,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         run_id = stored_metadata.get("run_id")
         if run_id is not None:
             run_id = check_text("metadata run_id", str(run_id), max_length=NAME_MAX_LENGTH)
-        alias = self._write_alias()
+        alias = self.using or router.db_for_write(_checkpoint_model or _model())
         with borrowed(alias, keep=keep) as connection:
             checkpoint_params = [
                 thread_id,
@@ -301,7 +335,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
                 body_type,
                 body_blob,
                 connection.ops.adapt_json_value(stored_metadata, None),
-                connection.ops.adapt_datetimefield_value(timezone.now()),
+                _created_at(connection),
             ]
             if not value_rows:
                 batch = [(statements.put_checkpoint(alias), checkpoint_params)]
@@ -345,9 +379,10 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         params = write_rows(self.serde, place, writes, task_id, path)
         # As the base class defines it: special channels (errors, interrupts, resumes) overwrite.
         overwrite = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        alias = self._write_alias()
+        alias = self.using or router.db_for_write(_checkpoint_model or _model())
+        sql = statements.put_writes(alias, len(writes), overwrite)
         with borrowed(alias, keep=keep) as connection:
-            run_writes(connection, [(statements.put_writes(alias, len(writes), overwrite=overwrite), params)])
+            run_writes(connection, [(sql, params)])
 
     # -- threads --------------------------------------------------------------------------
 
@@ -384,7 +419,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
     # -- async twins: one hop each onto Django's thread-sensitive executor ------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await sync_to_async(self._get_tuple, thread_sensitive=True)(config, keep=True)
+        return await _hop(self._get_tuple, config, keep=True)
 
     async def alist(
         self,
@@ -394,9 +429,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        found = await sync_to_async(self._list, thread_sensitive=True)(
-            config, filter=filter, before=before, limit=limit, keep=True
-        )
+        found = await _hop(self._list, config, filter=filter, before=before, limit=limit, keep=True)
         for item in found:
             yield item
 
@@ -407,9 +440,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await sync_to_async(self._put, thread_sensitive=True)(
-            config, checkpoint, metadata, new_versions, keep=True
-        )
+        return await _hop(self._put, config, checkpoint, metadata, new_versions, keep=True)
 
     async def aput_writes(
         self,
@@ -418,9 +449,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await sync_to_async(self._put_writes, thread_sensitive=True)(
-            config, writes, task_id, task_path, keep=True
-        )
+        await _hop(self._put_writes, config, writes, task_id, task_path, keep=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._amaintain(maintenance.delete_threads, [thread_id_of(thread_id)])
@@ -436,4 +465,4 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         await self._amaintain(maintenance.prune, [thread_id_of(t) for t in thread_ids], strategy, self.serde)
 
     async def _amaintain(self, operation: Callable[..., object], *args: Any) -> None:
-        await sync_to_async(self._maintain, thread_sensitive=True)(operation, *args, keep=True)
+        await _hop(self._maintain, operation, *args, keep=True)

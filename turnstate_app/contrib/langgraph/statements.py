@@ -129,7 +129,7 @@ def put_blobs(alias: str, rows: int) -> str:
 
 
 @cache
-def put_writes(alias: str, rows: int, *, overwrite: bool) -> str:
+def put_writes(alias: str, rows: int, overwrite: bool) -> str:
     _, _, writes = _models()
     return _insert(
         alias, _Table(alias, writes), WRITE_COLUMNS, _WRITE_KEY, _WRITE_OVERWRITE if overwrite else (), rows
@@ -148,7 +148,7 @@ WRITE_SELECT = ("task_id", "task_path", "idx", "channel", "type", "blob")
 
 
 @cache
-def get_checkpoint(alias: str, *, by_id: bool) -> str:
+def get_checkpoint(alias: str, by_id: bool) -> str:
     """The newest checkpoint of a (thread, namespace), or the one with the given id, with its writes.
 
     One row per pending write (the write's columns NULL when it has none). Parameters:
@@ -173,7 +173,7 @@ def get_checkpoint(alias: str, *, by_id: bool) -> str:
 
 @lru_cache(maxsize=256)
 def list_checkpoints(
-    alias: str, *, thread: bool, ns: bool, checkpoint_id: bool, before: bool, limit: bool
+    alias: str, thread: bool, ns: bool, checkpoint_id: bool, before: bool, limit: bool
 ) -> str:
     """Checkpoints, newest first, narrowed by the parameters given (in this order), with their writes.
 
