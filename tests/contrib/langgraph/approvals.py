@@ -66,13 +66,19 @@ def _flights(state: TripState, config: RunnableConfig) -> dict[str, Any]:
         response_schema=Approval,
     )
     record(config, "flights")
-    return {"log": [f"flights:{answer.approved}"], "messages": [AIMessage(f"flights approved={answer.approved}")]}
+    return {
+        "log": [f"flights:{answer.approved}"],
+        "messages": [AIMessage(f"flights approved={answer.approved}")],
+    }
 
 
 def _hotel(state: TripState, config: RunnableConfig) -> dict[str, Any]:
     answer = interrupt({"question": "Approve the hotel, EUR 380?"}, response_schema=HOTEL_SCHEMA)
     record(config, "hotel")
-    return {"log": [f"hotel:{answer['approved']}"], "messages": [AIMessage(f"hotel approved={answer['approved']}")]}
+    return {
+        "log": [f"hotel:{answer['approved']}"],
+        "messages": [AIMessage(f"hotel approved={answer['approved']}")],
+    }
 
 
 def _details(state: TripState, config: RunnableConfig) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import multiprocessing
 import uuid
-from datetime import datetime
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -70,13 +70,15 @@ def no_fork(thread: str) -> None:
 def test_each_parallel_interrupt_becomes_one_pause_with_its_id_schema_and_transcript() -> None:
     graph, thread, minted = paused_trip()
     head = graph.get_state(config(thread))
-    assert sorted(m.claims.interrupt_id for m in minted.values()) == sorted(pending_ids(graph, thread))
+    assert sorted(str(m.claims.interrupt_id) for m in minted.values()) == sorted(pending_ids(graph, thread))
     flights, hotel = minted["flights"], minted["hotel"]
     assert flights.resumable and hotel.resumable
     assert flights.claims.tool_call_id == "call-flights" and hotel.claims.tool_call_id is None
-    assert {flights.claims.checkpoint_id} == {hotel.claims.checkpoint_id} == {
-        head.config["configurable"]["checkpoint_id"]
-    }
+    assert (
+        {flights.claims.checkpoint_id}
+        == {hotel.claims.checkpoint_id}
+        == {head.config["configurable"]["checkpoint_id"]}
+    )
     rows = {p.name: p for p in Pause.objects.filter(thread_id=thread)}
     assert rows["flights"].answer_schema == TypeAdapter(Approval).json_schema()
     assert rows["hotel"].answer_schema == HOTEL_SCHEMA
@@ -271,7 +273,7 @@ def test_two_processes_continuing_one_pause_run_the_node_once() -> None:
 
     outcomes = race("single_question", [minted.claims.jti, minted.claims.jti])
 
-    assert sorted(o.get("ran", o.get("error")) for o in outcomes) == [False, True], outcomes
+    assert sorted(str(o.get("ran", o.get("error"))) for o in outcomes) == ["False", "True"], outcomes
     [lost] = [o for o in outcomes if not o["ran"]]
     assert lost["reason"] in ("already continued", "continuation claimed elsewhere")
     assert runs(thread, "ask") == 1 and runs(thread, "book") == 1

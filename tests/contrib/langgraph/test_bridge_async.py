@@ -34,12 +34,15 @@ async def answer_over_asgi(client: AsyncClient, minted: MintedPause, answer: Any
 async def test_paused_answered_under_asgi_and_continued_async_to_the_end() -> None:
     owner = await sync_to_async(UserFactory.create)()
     client = AsyncClient()
-    await client.aforce_login(owner)
+    await client.aforce_login(owner)  # type: ignore[arg-type]
     thread = f"trip-{uuid.uuid4().hex[:12]}"
     graph = trip_approvals(DjangoCheckpointSaver())
     await graph.ainvoke({"messages": [("user", "Book my trip.")], "log": []}, config(thread))
 
-    minted = {m.claims.name: m for m in await apause_interrupts(graph, config(thread), run_id="r", session_id="s", owner=owner)}
+    minted = {
+        m.claims.name: m
+        for m in await apause_interrupts(graph, config(thread), run_id="r", session_id="s", owner=owner)
+    }
     assert set(minted) == {"flights", "hotel"} and all(m.resumable for m in minted.values())
     assert await apause_interrupts(graph, config(thread), run_id="r", session_id="s") == []
 
@@ -56,6 +59,8 @@ async def test_paused_answered_under_asgi_and_continued_async_to_the_end() -> No
     assert done.ran and done.output["log"][-2:] == ["details:window,none", "booked"]
     again = await acontinue_graph(graph, meal_answer)
     assert (again.ran, again.reason) == (False, "already continued")
-    owners = await sync_to_async(lambda: set(Pause.objects.filter(thread_id=thread).values_list("owner", flat=True)))()
+    owners = await sync_to_async(
+        lambda: set(Pause.objects.filter(thread_id=thread).values_list("owner", flat=True))
+    )()
     assert owners == {owner.pk}
     assert await sync_to_async(runs)(thread) == 4

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
         continue_graph,
         pause_interrupts,
     )
-    from turnstate_app.contrib.langgraph.interrupts import InterruptValueError
     from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
+    from turnstate_app.contrib.langgraph.interrupts import InterruptValueError
     from turnstate_app.contrib.langgraph.saver import DjangoCheckpointSaver
     from turnstate_app.contrib.langgraph.serde import StrictSerializer, default_serde
 

@@ -186,7 +186,8 @@ def _resume_of(continuation: Continuation) -> tuple[RunnableConfig, dict[str, An
         interrupt_id = member.claims.interrupt_id
         if not interrupt_id:
             raise ContinuationRefused(
-                f"pause {member.claims.jti!r} names no LangGraph interrupt: it was not minted by pause_interrupts"
+                f"pause {member.claims.jti!r} names no LangGraph interrupt: "
+                "it was not minted by pause_interrupts"
             )
         resume[interrupt_id] = member.answer
     return head_config({"configurable": {"thread_id": claims.thread_id}}), resume

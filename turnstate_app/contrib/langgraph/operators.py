@@ -53,7 +53,10 @@ class Orphan:
 
 
 UNPAUSED = "pending at the thread's head, and no pause asks for it (call pause_interrupts)"
-STRANDED = "the pause is pending, its interrupt is not pending at the thread's head (erased, pruned or answered elsewhere)"
+STRANDED = (
+    "the pause is pending, its interrupt is not pending at the thread's head "
+    "(erased, pruned or answered elsewhere)"
+)
 
 
 def waiting_interrupts(pending_writes: Iterable[tuple[str, str, Any]]) -> dict[str, Any]:
@@ -82,7 +85,11 @@ def waiting_at_head(saver: Any, thread_id: str) -> tuple[str | None, datetime | 
     if head is None:
         return None, None, {}
     created = datetime.fromisoformat(head.checkpoint["ts"])
-    return head.config["configurable"]["checkpoint_id"], created, waiting_interrupts(head.pending_writes or [])
+    return (
+        head.config["configurable"]["checkpoint_id"],
+        created,
+        waiting_interrupts(head.pending_writes or []),
+    )
 
 
 def unpaused_interrupts(*, saver: Any = None, now: datetime | None = None) -> list[Orphan]:
@@ -112,7 +119,9 @@ def unpaused_interrupts(*, saver: Any = None, now: datetime | None = None) -> li
             )
         )
         found += [
-            Orphan("unpaused_interrupt", thread_id, checkpoint_id, interrupt_id, None, created or now, UNPAUSED)
+            Orphan(
+                "unpaused_interrupt", thread_id, checkpoint_id, interrupt_id, None, created or now, UNPAUSED
+            )
             for interrupt_id in sorted(waiting)
             if interrupt_id not in spoken
         ]
