@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     *(["django_tasks"] if django.VERSION < (6, 0) else []),  # the tasks API backport on 5.2
     "django_tasks_db",
     "turnstate_app",
+    "turnstate_app.contrib.langgraph",  # the LangGraph saver and bridge (make demo-langgraph)
     "agents",
 ]
 
