@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from tests.pause_helpers import mint
 from turnstate_app.models import Pause
@@ -48,3 +50,20 @@ def test_a_refused_continuation_is_recorded_as_failed() -> None:
     pause = Pause.objects.get(jti=resumed.claims.jti)
     assert pause.continuation_failure == "the interrupt is no longer pending"
     assert continue_once(resumed, run).ran is False
+
+
+def test_a_crash_after_the_claim_shows_as_stalled_after_stalled_after(turnstate_settings: Any) -> None:
+    turnstate_settings["STALLED_AFTER"] = 60
+    resumed = resume_pause(mint().token, "yes")
+
+    def run(continuation: Continuation) -> None:
+        raise RuntimeError("the worker died mid-run")
+
+    with pytest.raises(RuntimeError):
+        continue_once(resumed, run)
+    now = timezone.now()
+    assert not Pause.objects.stalled(now).exists()
+    assert list(Pause.objects.stalled(now + timedelta(seconds=61)).values_list("jti", flat=True)) == [
+        resumed.claims.jti
+    ]
+    assert continue_once(resumed, run) == ContinueResult(ran=False, reason="continuation claimed elsewhere")
