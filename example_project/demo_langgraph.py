@@ -1,4 +1,4 @@
-"""`make demo-langgraph`: a LangGraph graph pauses in one process, alice answers over HTTP, a worker continues.
+"""`make demo-langgraph`: a graph pauses in one process, alice answers over HTTP, a worker continues.
 
 The graph (``agents/trip.py``) has no model and makes no network call: two approvals asked in
 parallel, then a node that asks twice. Starts a real HTTP server and a task worker, runs the
@@ -32,7 +32,9 @@ class LangGraphDemo(Demo):
         self.env["LANGGRAPH_STRICT_MSGPACK"] = "true"
 
     def state(self, step: str) -> dict[str, Any]:
-        return dict(json.loads(self.manage(step, "trip_state", self.thread_id)))
+        status, body = self.http("GET", f"/agents/trips/{self.thread_id}/", self.alice)
+        expect(step, status == 200, status, body)
+        return dict(body)
 
     def pause(self, state: dict[str, Any], name: str, *, status: str = "pending") -> dict[str, Any]:
         found = [p for p in state["pauses"] if p["name"] == name and p["status"] == status]
@@ -84,40 +86,56 @@ class LangGraphDemo(Demo):
         say(f"2. The graph ran in pid {run['pid']} (now exited) and stopped at two parallel interrupts;")
         say("   pause_interrupts minted one pause each, owned by alice, resumable=True:")
         for pause in state["pauses"]:
-            say(f"   {pause['name']:8} {pause['question']['question']}  (interrupt {pause['interrupt_id'][:12]}...)")
+            question, interrupt_id = pause["question"]["question"], pause["interrupt_id"]
+            say(f"   {pause['name']:8} {question}  (interrupt {interrupt_id[:12]}...)")
 
         hotel = self.pause(state, "hotel")
         body = self.answer("refuse an answer off the schema", hotel, {"approved": "yes please"}, expected=400)
-        expect("refuse an answer off the schema", self.pause(self.state("read the trip"), "hotel")["jti"] == hotel["jti"])
-        say(f"3. An answer off the hotel's schema is refused before the token is spent: 400 {json.dumps(body)}")
+        expect(
+            "refuse an answer off the schema",
+            self.pause(self.state("read the trip"), "hotel")["jti"] == hotel["jti"],
+        )
+        say("3. An answer off the hotel's schema is refused before the token is spent:")
+        say(f"   400 {json.dumps(body)}")
 
         body = self.answer("answer the flights", self.pause(state, "flights"), {"approved": True})
         say(f"4. alice approved the flights over HTTP: 200 {json.dumps(body)}")
         state = self.wait_until(
-            "continue the flights", lambda s: any(p["continued"] for p in s["pauses"] if p["name"] == "flights")
+            "continue the flights",
+            lambda s: any(p["continued"] for p in s["pauses"] if p["name"] == "flights"),
         )
         expect("continue the flights", [r["node"] for r in state["node_runs"]] == ["flights"], state)
         expect("continue the flights", state["node_runs"][0]["pid"] == worker.pid, state)
-        expect("the hotel is not asked again", len(state["pauses"]) == 2 and len(state["waiting"]) == 1, state)
+        expect(
+            "the hotel is not asked again", len(state["pauses"]) == 2 and len(state["waiting"]) == 1, state
+        )
         say(f"5. The worker (pid {worker.pid}) continued the flights branch; the hotel's question is still")
         say("   open and was not asked again (2 pauses in all, 1 interrupt waiting).")
 
         self.answer("approve the hotel", self.pause(state, "hotel"), {"approved": True, "note": "sea view"})
         state = self.wait_until("ask the seat", lambda s: any(p["name"] == "details" for p in s["pauses"]))
         seat = self.pause(state, "details")
-        expect("ask the seat", seat["owner"] == "alice" and seat["question"]["question"] == "Window or aisle?", seat)
+        expect(
+            "ask the seat",
+            seat["owner"] == "alice" and seat["question"]["question"] == "Window or aisle?",
+            seat,
+        )
         say("6. alice approved the hotel; the worker continued and the graph asked its next question,")
-        say(f"   minted by the continuation and still owned by {seat['owner']}: {seat['question']['question']!r}")
+        question = seat["question"]["question"]
+        say(f"   minted by the continuation and still owned by {seat['owner']}: {question!r}")
 
         self.answer("answer the seat", seat, "window")
         state = self.wait_until(
             "ask the meal",
-            lambda s: any(p["name"] == "details" and p["status"] == "pending" and p["jti"] != seat["jti"] for p in s["pauses"]),
+            lambda s: any(
+                p["name"] == "details" and p["status"] == "pending" and p["jti"] != seat["jti"]
+                for p in s["pauses"]
+            ),
         )
         meal = self.pause(state, "details")
         self.answer("answer the meal", meal, "vegetarian")
         state = self.wait_until("finish the trip", lambda s: "booked" in s["log"])
-        say(f"7. The same node asked twice (seat, then meal); each answer continued once. The log:")
+        say("7. The same node asked twice (seat, then meal); each answer continued once. The log:")
         for line in state["log"]:
             say(f"   {line}")
         nodes = sorted(r["node"] for r in state["node_runs"])
