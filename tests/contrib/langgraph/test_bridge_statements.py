@@ -67,7 +67,8 @@ def test_statements_per_pause_and_per_continuation(statements: Statements) -> No
     graph = trip_approvals(DjangoCheckpointSaver())
     start(graph, thread)
     with statements.counting("pause_interrupts (2 pauses)"):
-        minted = {m.claims.name: m for m in pause_interrupts(graph, config(thread), run_id="r", session_id="s")}
+        paused = pause_interrupts(graph, config(thread), run_id="r", session_id="s")
+    minted = {m.claims.name: m for m in paused}
     flights = resume_pause(minted["flights"].token, {"approved": True})
     hotel = resume_pause(minted["hotel"].token, {"approved": True})
     with statements.counting("continue (no next pause)"):

@@ -17,13 +17,14 @@ from django.db import router
 from django.db.models import Q
 from django.utils import timezone
 
+from turnstate_app.managers import effective_status_q
 from turnstate_app.models import Pause, PauseStatus
 
 
 def speaking_for(thread_id: str, interrupt_ids: Collection[str], *, now: datetime | None = None) -> Q:
     """The pauses of ``thread_id`` that speak for any of ``interrupt_ids`` (see the module)."""
     now = now or timezone.now()
-    pending = Q(status=PauseStatus.PENDING, expires_at__gt=now)
+    pending = effective_status_q(PauseStatus.PENDING, now)
     answered = Q(status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=True)
     return Q(thread_id=thread_id, interrupt_id__in=list(interrupt_ids)) & (pending | answered)
 

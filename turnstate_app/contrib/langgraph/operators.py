@@ -132,12 +132,11 @@ def stranded_pauses(*, saver: Any = None, now: datetime | None = None) -> list[O
     """Pending pauses naming an interrupt that is not pending at their thread's head."""
     saver = saver or _saver()
     now = now or timezone.now()
-    pauses = Pause.objects.filter(
-        status=PauseStatus.PENDING,
-        expires_at__gt=now,
-        interrupt_id__isnull=False,
-        scope_hash__startswith=SCOPE_PREFIX,
-    ).order_by("thread_id", "created_at")
+    pauses = (
+        Pause.objects.in_effective_status(PauseStatus.PENDING, now)
+        .filter(interrupt_id__isnull=False, scope_hash__startswith=SCOPE_PREFIX)
+        .order_by("thread_id", "created_at")
+    )
     by_thread: dict[str, list[Pause]] = {}
     for pause in pauses.only("jti", "thread_id", "checkpoint_id", "interrupt_id", "created_at"):
         by_thread.setdefault(pause.thread_id, []).append(pause)
