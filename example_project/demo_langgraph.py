@@ -26,11 +26,6 @@ RESUME = "/api/turnstate/pauses/resume/"
 
 
 class LangGraphDemo(Demo):
-    def __init__(self, database_url: str, port: int) -> None:
-        super().__init__(database_url, port)
-        # Strict msgpack before LangGraph is imported: each compiled graph allows its own types.
-        self.env["LANGGRAPH_STRICT_MSGPACK"] = "true"
-
     def state(self, step: str) -> dict[str, Any]:
         status, body = self.http("GET", f"/agents/trips/{self.thread_id}/", self.alice)
         expect(step, status == 200, status, body)

@@ -292,3 +292,61 @@ def test_two_processes_continuing_both_halves_of_a_parallel_pair_apply_both_answ
     assert runs(thread, "flights") == 1 and runs(thread, "hotel") == 1
     assert sorted(graph.get_state(config(thread)).values["log"]) == ["flights:True", "hotel:True"]
     no_fork(thread)
+
+
+# -- strict resume ------------------------------------------------------------------------
+
+
+def asks_twice(saver: Any) -> Any:
+    from langgraph.graph import START, StateGraph
+
+    def details(state: approvals.TripState) -> dict[str, Any]:
+        return {"log": [f"{interrupt('Window or aisle?')},{interrupt('Any meal preference?')}"]}
+
+    builder = StateGraph(approvals.TripState)
+    builder.add_node("details", details)
+    builder.add_edge(START, "details")
+    return builder.compile(checkpointer=saver)
+
+
+def test_strict_resume_refuses_a_resent_answer_that_default_mode_gives_the_next_question() -> None:
+    from langgraph.errors import UnknownInterruptError
+
+    from turnstate_app.contrib.langgraph.strict import strict, strict_resume_key
+
+    assert strict_resume_key() == "__pregel_strict_resume"
+    graph = asks_twice(DjangoCheckpointSaver())
+    lenient, careful = new_thread(), new_thread()
+    first: dict[str, str] = {}
+    for thread in (lenient, careful):
+        graph.invoke({"log": []}, config(thread))
+        [asked] = graph.get_state(config(thread)).interrupts
+        first[thread] = asked.id
+        graph.invoke(Command(resume={asked.id: "window"}), config(thread))
+
+    graph.invoke(Command(resume={first[lenient]: "window"}), config(lenient))  # the same answer, re-sent
+    with pytest.raises(UnknownInterruptError):
+        graph.invoke(Command(resume={first[careful]: "window"}), strict(config(careful)))
+
+    assert graph.get_state(config(lenient)).values["log"] == ["window,window"]  # the hazard
+    assert len(pending_ids(graph, careful)) == 1
+
+
+def test_without_strict_resume_the_pending_check_still_refuses_an_interrupt_answered_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from turnstate_app.contrib.langgraph import strict
+
+    monkeypatch.setattr(strict, "strict_resume_key", lambda: None)  # a LangGraph without the key
+    thread = new_thread()
+    graph = asks_twice(DjangoCheckpointSaver())
+    graph.invoke({"log": []}, config(thread))
+    [minted] = pause_interrupts(graph, config(thread), run_id="r", session_id="s")
+    resumed = resume_pause(minted.token, "window")
+    graph.invoke(Command(resume={minted.claims.interrupt_id: "aisle"}), config(thread))  # elsewhere
+    [second] = pending_ids(graph, thread)
+
+    result = continue_graph(graph, resumed)
+
+    assert not result.ran and "no longer pending" in str(result.reason)
+    assert pending_ids(graph, thread) == [second]  # the next question was not answered "window"
