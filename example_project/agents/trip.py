@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 import os
+import threading
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage
@@ -36,9 +37,18 @@ class TripState(TypedDict, total=False):
 
 
 def ran(config: RunnableConfig, node: str) -> None:
+    """Record the run. Nodes run on LangGraph's executor threads, whose connections Django never
+    closes: one opened here is closed again (as the saver does with its own)."""
+    from django.db import connection
+
     from agents.models import NodeRun
 
-    NodeRun.objects.create(thread_id=config["configurable"]["thread_id"], node=node, pid=os.getpid())
+    opened_here = connection.connection is None and threading.current_thread() is not threading.main_thread()
+    try:
+        NodeRun.objects.create(thread_id=config["configurable"]["thread_id"], node=node, pid=os.getpid())
+    finally:
+        if opened_here and not connection.in_atomic_block:
+            connection.close()
 
 
 def flights(state: TripState, config: RunnableConfig) -> dict[str, Any]:

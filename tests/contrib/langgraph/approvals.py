@@ -9,6 +9,7 @@ count how often a node ran past its question, across processes.
 from __future__ import annotations
 
 import operator
+import threading
 import uuid
 from typing import Annotated, Any
 
@@ -42,15 +43,26 @@ class TripState(TypedDict, total=False):
 
 
 def record(config: RunnableConfig, node: str) -> None:
-    """One row per node run past its question: how tests count runs across processes."""
+    """One row per node run past its question: how tests count runs across processes.
+
+    Nodes run on LangGraph's executor threads; a connection opened there is closed again
+    (Django never would), as the saver does with its own.
+    """
+    from django.db import connection
+
     from turnstate_app.models import CheckpointMetadata
 
-    CheckpointMetadata.objects.create(
-        thread_id=config["configurable"]["thread_id"],
-        checkpoint_id=RUNS,
-        key=f"{node}:{uuid.uuid4().hex}",
-        value="ran",
-    )
+    opened_here = connection.connection is None and threading.current_thread() is not threading.main_thread()
+    try:
+        CheckpointMetadata.objects.create(
+            thread_id=config["configurable"]["thread_id"],
+            checkpoint_id=RUNS,
+            key=f"{node}:{uuid.uuid4().hex}",
+            value="ran",
+        )
+    finally:
+        if opened_here and not connection.in_atomic_block:
+            connection.close()
 
 
 def runs(thread_id: str, node: str | None = None) -> int:
