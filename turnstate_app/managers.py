@@ -21,7 +21,7 @@ from turnstate_app.choices import PauseStatus, RowKind
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.keys import CONTINUATION_KEY_PREFIX, TURN_STATE_KEY_PREFIX
-from turnstate_app.retention import DEFAULT_BATCH_SIZE, Progress, PurgeResult, purge_pauses
+from turnstate_app.retention import DEFAULT_BATCH_SIZE, Progress, PurgeResult, purge_pauses, write_db
 
 if TYPE_CHECKING:  # the QuerySets' type arguments; models import this module at run time
     from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause  # noqa: F401
@@ -69,9 +69,8 @@ def stalled_q(now: datetime, after: float | None = None) -> Q:
         key=Concat(Value(CONTINUATION_KEY_PREFIX), OuterRef("jti")),
         created_at__lte=cutoff,
     )
-    return Q(
-        status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=True
-    ) & Exists(claims)
+    unsettled = Q(status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=True)
+    return unsettled & Q(Exists(claims))
 
 
 def group_ladder(now: datetime) -> list[tuple[str, Q]]:
@@ -250,19 +249,20 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         hands the pause to ``RESUME_HANDLER`` again, whose continuation can then claim it anew.
         Only when an operator asks: a run that is merely slow would run a second time.
         """
+        using = write_db(self)
+        ledger = self.model._default_manager.using(using)
         released: list[str] = []
-        for pk in self.stalled(now, after=after).values_list("pk", flat=True):
-            with transaction.atomic(using=self.db):
-                pause = self.model._default_manager.using(self.db).select_for_update().filter(pk=pk)
-                pause = pause.filter(stalled_q(now, after)).first()
+        for pk in self.using(using).stalled(now, after=after).values_list("pk", flat=True):
+            with transaction.atomic(using=using):
+                pause = ledger.select_for_update().filter(stalled_q(now, after), pk=pk).first()
                 if pause is None:
                     continue
-                _model("CheckpointMetadata").objects.using(self.db).filter(
+                _model("CheckpointMetadata").objects.using(using).filter(
                     thread_id=pause.thread_id,
                     checkpoint_id=pause.checkpoint_id,
                     key=CONTINUATION_KEY_PREFIX + pause.jti,
                 ).delete()
-                self.model._default_manager.using(self.db).filter(pk=pk).update(handed_off_at=None)
+                ledger.filter(pk=pk).update(handed_off_at=None)
                 released.append(pause.jti)
         return released
 

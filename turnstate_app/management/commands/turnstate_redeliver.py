@@ -76,9 +76,7 @@ class Command(BaseCommand):
             .values_list("jti", "thread_id", "answered_at")
         )
         for jti, thread_id, answered_at in listed:
-            self.stdout.write(
-                f"stalled: pause {jti} (thread {thread_id}, answered {answered_at.isoformat()})"
-            )
+            self.stdout.write(f"stalled: pause {jti} (thread {thread_id}, answered {answered_at})")
         if not release:
             self.stdout.write(
                 f"{len(listed)} stalled continuation(s) (claimed more than {conf.STALLED_AFTER:g}s ago); "
