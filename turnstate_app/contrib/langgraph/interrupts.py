@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from turnstate_app.contrib.langgraph.hitl import batched_answer_schema, is_batched_review
 from turnstate_app.errors import TurnStateError
 
 PROMPT_KEYS = ("question", "prompt", "description", "message", "text")
@@ -81,12 +82,15 @@ def _pending(interrupt: Any, name: str | None) -> PendingInterrupt:
     as_json = json_value(value, what=f"the value of interrupt {interrupt.id!r} (node {name!r})")
     request = as_json if isinstance(as_json, dict) else {"value": as_json}
     tool_call_id = as_json.get("tool_call_id") if isinstance(as_json, dict) else None
+    answer_schema = answer_schema_of(getattr(interrupt, "response_schema", None), interrupt.id)
+    if answer_schema is None and is_batched_review(as_json):
+        answer_schema = batched_answer_schema(as_json)
     return PendingInterrupt(
         interrupt_id=interrupt.id,
         request=request,
         prompt=prompt_of(as_json),
         tool_call_id=tool_call_id if isinstance(tool_call_id, str) and tool_call_id else None,
-        answer_schema=answer_schema_of(getattr(interrupt, "response_schema", None), interrupt.id),
+        answer_schema=answer_schema,
         name=name,
     )
 
