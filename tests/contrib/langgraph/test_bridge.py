@@ -350,3 +350,26 @@ def test_without_strict_resume_the_pending_check_still_refuses_an_interrupt_answ
 
     assert not result.ran and "no longer pending" in str(result.reason)
     assert pending_ids(graph, thread) == [second]  # the next question was not answered "window"
+
+
+def test_an_interrupt_inside_a_subgraph_pauses_and_continues_through_the_parent_thread() -> None:
+    from langgraph.graph import START, StateGraph
+
+    from turnstate_app.contrib.langgraph.operators import unpaused_interrupts
+
+    inner = StateGraph(approvals.TripState)
+    inner.add_node("inner", lambda state: {"log": [f"inner:{interrupt('Inside the subgraph?')}"]})
+    inner.add_edge(START, "inner")
+    outer = StateGraph(approvals.TripState)
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "sub")
+    graph = outer.compile(checkpointer=DjangoCheckpointSaver())
+    thread = new_thread()
+    graph.invoke({"log": []}, config(thread))
+    assert [o.thread_id for o in unpaused_interrupts() if o.thread_id == thread] == [thread]
+
+    [minted] = pause_interrupts(graph, config(thread), run_id="r", session_id="s")
+    result = continue_graph(graph, resume_pause(minted.token, "yes"))
+
+    assert minted.resumable and minted.claims.name == "sub"
+    assert result.ran and result.output["log"] == ["inner:yes"]
