@@ -373,3 +373,32 @@ def test_an_interrupt_inside_a_subgraph_pauses_and_continues_through_the_parent_
 
     assert minted.resumable and minted.claims.name == "sub"
     assert result.ran and result.output["log"] == ["inner:yes"]
+
+
+def test_a_node_that_fails_after_its_answer_leaves_a_stalled_continuation_never_a_dropped_answer() -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from langgraph.graph import START, StateGraph
+
+    def fragile(state: approvals.TripState) -> dict[str, Any]:
+        answer = interrupt("Go ahead?")
+        raise RuntimeError(f"the booking service is down (answer {answer!r})")
+
+    builder = StateGraph(approvals.TripState)
+    builder.add_node("fragile", fragile)
+    builder.add_edge(START, "fragile")
+    graph = builder.compile(checkpointer=DjangoCheckpointSaver())
+    thread = new_thread()
+    graph.invoke({"log": []}, config(thread))
+    [minted] = pause_interrupts(graph, config(thread), run_id="r", session_id="s")
+    resumed = resume_pause(minted.token, "yes")
+
+    with pytest.raises(RuntimeError, match="booking service is down"):
+        continue_graph(graph, resumed)
+
+    again = continue_graph(graph, resumed)  # a redelivery while the claim stands runs nothing
+    assert (again.ran, again.reason) == (False, "continuation claimed elsewhere")
+    later = timezone.now() + timedelta(hours=1)
+    assert list(Pause.objects.stalled(later).values_list("jti", flat=True)) == [minted.claims.jti]
+    assert pending_ids(graph, thread) == [minted.claims.interrupt_id]  # the interrupt still waits
