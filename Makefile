@@ -12,10 +12,11 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: docs gettext dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
+.PHONY: docs gettext demo-langgraph dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
+	@echo "make demo-langgraph a LangGraph graph paused, answered over HTTP, continued by a worker"
 	@echo "make test          the suite on SQLite, then on PostgreSQL"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
@@ -31,7 +32,7 @@ help:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed | gettext
@@ -50,7 +51,7 @@ mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
 
 $(VENV)/.installed-mysql: $(VENV)/.installed | mariadb-headers
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,mysql]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,mysql]'
 	@touch $@
 
 test-mariadb: $(VENV)/.installed-mysql
@@ -60,7 +61,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: $(VENV6)/.installed | gettext
@@ -98,6 +99,9 @@ lint: install
 
 demo: install
 	$(VENV)/bin/python example_project/demo.py --database-url "$(DATABASE_URL)"
+
+demo-langgraph: install
+	$(VENV)/bin/python example_project/demo_langgraph.py --database-url "$(DATABASE_URL)"
 
 # Each PostgreSQL benchmark uses a database of its own on $(PG_URL)'s server (created when missing).
 BENCH_PG ?= $(dir $(PG_URL))

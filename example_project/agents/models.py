@@ -1,5 +1,6 @@
 """Where the demo keeps each agent run's visible transcript (what a chat UI would show)."""
 
+from django.conf import settings
 from django.db import models
 
 
@@ -13,3 +14,30 @@ class AgentRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} ({self.status})"
+
+
+class NodeRun(models.Model):
+    """One run of a LangGraph node past its question, and the process that ran it."""
+
+    thread_id = models.CharField(max_length=255)
+    node = models.CharField(max_length=64)
+    pid = models.IntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}: {self.node} in pid {self.pid}"
+
+
+class Question(models.Model):
+    """A person's inbox: every pause minted for them, with its token (what a front end shows)."""
+
+    jti = models.CharField(max_length=64, unique=True)
+    token = models.TextField()
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE)
+    thread_id = models.CharField(max_length=255)
+    name = models.CharField(max_length=255, blank=True)
+    request = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.jti} ({self.name})"

@@ -33,3 +33,19 @@ def continue_turn(jti: str) -> str:
     run.continued_by_pid = os.getpid()
     run.save(update_fields=["transcript", "status", "continued_by_pid", "updated_at"])
     return "continued"
+
+
+@task()
+def continue_trip(jti: str) -> dict[str, object]:
+    """Continue the LangGraph trip from an answered pause: exactly once, whoever delivers it."""
+    from agents.trip import trip_graph
+    from turnstate_app.contrib.langgraph import continue_graph
+
+    resumed = rebuild_resumed(Pause.objects.get(jti=jti), get_default_store())
+    result = continue_graph(trip_graph(), resumed)
+    return {
+        "pid": os.getpid(),
+        "ran": result.ran,
+        "reason": result.reason,
+        "minted": [minted.claims.jti for minted in result.minted],
+    }

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.models import AgentRun
+from agents.trips import trip_state
 
 
 @api_view(["GET"])
@@ -24,3 +25,10 @@ def run_detail(request: Request, run_id: str) -> Response:
             "continued_by_pid": run.continued_by_pid,
         }
     )
+
+
+@api_view(["GET"])
+@permission_classes([permissions.IsAuthenticated])
+def trip_detail(request: Request, thread_id: str) -> Response:
+    """A LangGraph trip: its log, the questions waiting (with the caller's tokens), node runs."""
+    return Response(trip_state(thread_id, request.user))

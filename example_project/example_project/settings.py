@@ -11,6 +11,10 @@ import django
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# LangGraph's strict msgpack, set before LangGraph is imported (the apps load after the
+# settings): each compiled graph then allows its own state types on load (turnstate.W003).
+os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
+
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-project-not-for-production")
 DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
@@ -34,6 +38,7 @@ INSTALLED_APPS = [
     *(["django_tasks"] if django.VERSION < (6, 0) else []),  # the tasks API backport on 5.2
     "django_tasks_db",
     "turnstate_app",
+    "turnstate_app.contrib.langgraph",  # the LangGraph saver and bridge (make demo-langgraph)
     "agents",
 ]
 

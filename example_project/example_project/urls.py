@@ -1,4 +1,4 @@
-from agents.views import run_detail
+from agents.views import run_detail, trip_detail
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -9,4 +9,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("agents/runs/<str:run_id>/", run_detail, name="agent-run"),
+    path("agents/trips/<str:thread_id>/", trip_detail, name="agent-trip"),
 ]

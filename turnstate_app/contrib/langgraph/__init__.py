@@ -1,4 +1,4 @@
-"""LangGraph on Django's database: a checkpoint saver, its admin and its retention hooks.
+"""LangGraph on Django's database: a checkpoint saver, interrupts as pauses, continued once.
 
 Add ``"turnstate_app.contrib.langgraph"`` to ``INSTALLED_APPS`` (extra ``langgraph``).
 The public names load lazily, so importing this package before the app registry is
@@ -10,17 +10,39 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from turnstate_app.contrib.langgraph.bridge import (
+        acontinue_graph,
+        apause_interrupts,
+        continue_graph,
+        pause_interrupts,
+    )
     from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
+    from turnstate_app.contrib.langgraph.interrupts import InterruptValueError
     from turnstate_app.contrib.langgraph.saver import DjangoCheckpointSaver
     from turnstate_app.contrib.langgraph.serde import StrictSerializer, default_serde
 
-__all__ = ["DjangoCheckpointSaver", "StrictSerializer", "UnreadableCheckpointError", "default_serde"]
+__all__ = [
+    "DjangoCheckpointSaver",
+    "InterruptValueError",
+    "StrictSerializer",
+    "UnreadableCheckpointError",
+    "acontinue_graph",
+    "apause_interrupts",
+    "continue_graph",
+    "default_serde",
+    "pause_interrupts",
+]
 
 _EXPORTS = {
     "DjangoCheckpointSaver": "turnstate_app.contrib.langgraph.saver",
     "StrictSerializer": "turnstate_app.contrib.langgraph.serde",
     "default_serde": "turnstate_app.contrib.langgraph.serde",
     "UnreadableCheckpointError": "turnstate_app.contrib.langgraph.errors",
+    "pause_interrupts": "turnstate_app.contrib.langgraph.bridge",
+    "apause_interrupts": "turnstate_app.contrib.langgraph.bridge",
+    "continue_graph": "turnstate_app.contrib.langgraph.bridge",
+    "acontinue_graph": "turnstate_app.contrib.langgraph.bridge",
+    "InterruptValueError": "turnstate_app.contrib.langgraph.interrupts",
 }
 
 

@@ -1,0 +1,29 @@
+"""Hand an answered pause to the worker again, as a redelivery would; wait and print its result."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agents.tasks import continue_trip
+
+
+class Command(BaseCommand):
+    help = "Enqueue the trip's continuation task again for an answered pause; print what the worker returned."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("jti")
+        parser.add_argument("--timeout", type=float, default=30)
+
+    def handle(self, *args: Any, jti: str, timeout: float, **options: Any) -> None:
+        result = continue_trip.enqueue(jti)
+        deadline = time.monotonic() + timeout
+        while not result.is_finished:
+            if time.monotonic() > deadline:
+                raise CommandError(f"the worker did not run the task within {timeout:.0f} s")
+            time.sleep(0.2)
+            result.refresh()
+        self.stdout.write(json.dumps(result.return_value))

@@ -1,0 +1,221 @@
+"""LangGraph interrupts as turnstate pauses, and answered pauses continued exactly once.
+
+``pause_interrupts`` mints one pause per interrupt pending at the thread's head that no
+pause speaks for yet (:mod:`.ledger`). ``continue_graph`` hands the answered pause to the
+lifecycle's ``continue_once``, which claims the continuation once across processes and
+takes the thread's turn; inside it, the answer goes to LangGraph as
+``Command(resume={interrupt_id: answer})`` on the thread's head in strict mode, and the
+interrupts the run stops at next become pauses of the same owner, session and run.
+
+Why each step is there (each was a reproduced failure, see the README):
+
+- the interrupt must be pending at the head before resuming, and strict mode refuses it
+  too: a re-sent answer in LangGraph's default mode answers the node's *next* question;
+- the claim and the thread's turn: two processes continuing one pause both ran the node
+  and forked the thread, and two continuing the two halves of a parallel pair did too;
+- the ledger check: minting "the pending interrupts" after a partial answer to parallel
+  interrupts asked the person the other question again;
+- ``mint_next``: pauses minted by a continuation keep the owner of the one answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from langchain_core.runnables import RunnableConfig
+
+from turnstate_app.contracts import PauseClaims
+from turnstate_app.contrib.langgraph.interrupts import (
+    PendingInterrupt,
+    head_config,
+    pending_ids,
+    pending_interrupts,
+    project_messages,
+    scope_of,
+    thread_of,
+)
+from turnstate_app.contrib.langgraph.ledger import already_paused
+from turnstate_app.contrib.langgraph.strict import is_refused_answer, strict, unknown_interrupt_error
+from turnstate_app.pauses import (
+    Continuation,
+    ContinuationRefused,
+    ContinueResult,
+    MintedPause,
+    ResumedPause,
+    acontinue_once,
+    amint_pause,
+    continue_once,
+    mint_pause,
+)
+
+Mint = Callable[..., MintedPause]
+
+
+# -- pausing ------------------------------------------------------------------------------
+
+
+def pause_interrupts(
+    graph: Any, config: RunnableConfig, *, run_id: str, session_id: str, owner: Any = None
+) -> list[MintedPause]:
+    """One pause per interrupt pending at the head of ``config``'s thread that has none yet.
+
+    Every interrupt's value is checked to be JSON before the first pause is minted
+    (:class:`~turnstate_app.contrib.langgraph.interrupts.InterruptValueError`).
+    """
+    head = head_config(config)
+    snapshot = graph.get_state(head)
+    mint = partial(mint_pause, run_id=run_id, session_id=session_id, owner=owner)
+    return _mint_unpaused(graph, head, snapshot, mint)
+
+
+async def apause_interrupts(
+    graph: Any, config: RunnableConfig, *, run_id: str, session_id: str, owner: Any = None
+) -> list[MintedPause]:
+    """:func:`pause_interrupts` for async code (the graph's state is read with ``aget_state``)."""
+    head = head_config(config)
+    snapshot = await graph.aget_state(head)
+    pending = pending_interrupts(snapshot)
+    taken = await sync_to_async(already_paused, thread_sensitive=True)(
+        thread_of(head), [p.interrupt_id for p in pending]
+    )
+    minted = []
+    for fields in _mint_fields(graph, head, snapshot, pending, taken):
+        minted.append(await amint_pause(run_id=run_id, session_id=session_id, owner=owner, **fields))
+    return minted
+
+
+def _mint_unpaused(graph: Any, head: RunnableConfig, snapshot: Any, mint: Mint) -> list[MintedPause]:
+    pending = pending_interrupts(snapshot)
+    taken = already_paused(thread_of(head), [p.interrupt_id for p in pending])
+    return [mint(**fields) for fields in _mint_fields(graph, head, snapshot, pending, taken)]
+
+
+def _mint_fields(
+    graph: Any, head: RunnableConfig, snapshot: Any, pending: list[PendingInterrupt], taken: set[str]
+) -> list[dict[str, Any]]:
+    """The keyword arguments of ``mint_pause`` for each interrupt no pause speaks for."""
+    if not pending:
+        return []
+    messages = project_messages(snapshot.values)
+    return [
+        {
+            "thread_id": thread_of(head),
+            "checkpoint_id": str(snapshot.config["configurable"]["checkpoint_id"]),
+            "scope_hash": scope_of(graph),
+            "tool_call_id": interrupt.tool_call_id,
+            "interrupt_id": interrupt.interrupt_id,
+            "name": interrupt.name,
+            "request": interrupt.request,
+            "prompt": interrupt.prompt,
+            "messages": messages,
+            "answer_schema": interrupt.answer_schema,
+            "resumable_check": partial(_still_pending, graph, head),
+        }
+        for interrupt in pending
+        if interrupt.interrupt_id not in taken
+    ]
+
+
+def _still_pending(graph: Any, head: RunnableConfig, claims: PauseClaims) -> bool:
+    """``resumable`` is earned: the interrupt is pending at the head, read after the saver's writes."""
+    return claims.interrupt_id in pending_ids(graph.get_state(head))
+
+
+# -- continuing ---------------------------------------------------------------------------
+
+
+def continue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
+    """Continue the graph from an answered pause, once across all processes.
+
+    ``ran=False`` with a ``reason`` when it was continued before (a redelivery), when the
+    interrupt is no longer pending at the head (nothing else is answered in its place),
+    or when the graph refuses the answer ("answer refused by the graph: ..."; listed for
+    operators as a failed continuation). Any other error propagates and the pause shows
+    as stalled.
+    """
+    return continue_once(resumed, partial(_continue, graph))
+
+
+async def acontinue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
+    """:func:`continue_graph` for async code: ``ainvoke`` on the graph, the same guarantees."""
+    return await acontinue_once(resumed, partial(_acontinue, graph))
+
+
+def _continue(graph: Any, continuation: Continuation) -> Any:
+    head, resume = _resume_of(continuation)
+    _require_pending(graph.get_state(head), resume, continuation.resumed.claims)
+    try:
+        output = graph.invoke(_command(resume), strict(head))
+    except Exception as exc:
+        refusal = _refusal(exc, continuation.resumed.claims)
+        if refusal is None:
+            raise
+        raise refusal from exc
+    _mint_unpaused(graph, head, graph.get_state(head), continuation.mint_next)
+    return output
+
+
+async def _acontinue(graph: Any, continuation: Continuation) -> Any:
+    head, resume = _resume_of(continuation)
+    _require_pending(await graph.aget_state(head), resume, continuation.resumed.claims)
+    try:
+        output = await graph.ainvoke(_command(resume), strict(head))
+    except Exception as exc:
+        refusal = _refusal(exc, continuation.resumed.claims)
+        if refusal is None:
+            raise
+        raise refusal from exc
+    snapshot = await graph.aget_state(head)
+    pending = pending_interrupts(snapshot)
+    taken = await sync_to_async(already_paused, thread_sensitive=True)(
+        thread_of(head), [p.interrupt_id for p in pending]
+    )
+    for fields in _mint_fields(graph, head, snapshot, pending, taken):
+        await continuation.amint_next(**fields)
+    return output
+
+
+def _resume_of(continuation: Continuation) -> tuple[RunnableConfig, dict[str, Any]]:
+    """The thread's head, and the answer of every pause this continuation carries, by interrupt id."""
+    claims = continuation.resumed.claims
+    resume: dict[str, Any] = {}
+    for member in continuation.members or [continuation.resumed]:
+        interrupt_id = member.claims.interrupt_id
+        if not interrupt_id:
+            raise ContinuationRefused(
+                f"pause {member.claims.jti!r} names no LangGraph interrupt: "
+                "it was not minted by pause_interrupts"
+            )
+        resume[interrupt_id] = member.answer
+    return head_config({"configurable": {"thread_id": claims.thread_id}}), resume
+
+
+def _require_pending(snapshot: Any, resume: dict[str, Any], claims: PauseClaims) -> None:
+    gone = sorted(set(resume) - pending_ids(snapshot))
+    if gone:
+        raise ContinuationRefused(
+            f"interrupt {', '.join(gone)} is no longer pending at the head of thread {claims.thread_id!r} "
+            "(answered elsewhere, or the thread was pruned or erased); nothing else was answered"
+        )
+
+
+def _command(resume: dict[str, Any]) -> Any:
+    from langgraph.types import Command
+
+    return Command(resume=resume)
+
+
+def _refusal(error: Exception, claims: PauseClaims) -> ContinuationRefused | None:
+    """A refusal by LangGraph as ``ContinuationRefused``; None for any other error (it propagates)."""
+    unknown = unknown_interrupt_error()
+    if unknown is not None and isinstance(error, unknown):
+        return ContinuationRefused(
+            f"interrupt {claims.interrupt_id} is no longer pending at the head of thread "
+            f"{claims.thread_id!r}: {error}; nothing else was answered"
+        )
+    if is_refused_answer(error):
+        return ContinuationRefused(f"answer refused by the graph: {error}")
+    return None

@@ -1,0 +1,38 @@
+"""Which of a thread's interrupts the pause ledger already speaks for.
+
+An interrupt has a pause that still speaks for it while that pause is pending (and not
+past its age), or answered with its continuation not yet done: a continuation that
+returned (``continued_at``) or refused (``continuation_failure``) no longer does. Such
+an interrupt is never minted again, which is what keeps a partial answer to parallel
+interrupts from asking the person the other question twice. Read on the primary: a
+lagging replica would hide a pause minted a moment ago.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+
+from django.db import router
+from django.db.models import Q
+from django.utils import timezone
+
+from turnstate_app.managers import effective_status_q
+from turnstate_app.models import Pause, PauseStatus
+
+
+def speaking_for(thread_id: str, interrupt_ids: Collection[str], *, now: datetime | None = None) -> Q:
+    """The pauses of ``thread_id`` that speak for any of ``interrupt_ids`` (see the module)."""
+    now = now or timezone.now()
+    pending = effective_status_q(PauseStatus.PENDING, now)
+    answered = Q(status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=True)
+    return Q(thread_id=thread_id, interrupt_id__in=list(interrupt_ids)) & (pending | answered)
+
+
+def already_paused(thread_id: str, interrupt_ids: Collection[str]) -> set[str]:
+    """The ids among ``interrupt_ids`` that a pause of ``thread_id`` speaks for."""
+    if not interrupt_ids:
+        return set()
+    pauses = Pause.objects.using(router.db_for_write(Pause))
+    found = pauses.filter(speaking_for(thread_id, interrupt_ids)).values_list("interrupt_id", flat=True)
+    return {interrupt_id for interrupt_id in found if interrupt_id is not None}
