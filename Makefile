@@ -30,7 +30,7 @@ help:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed
@@ -49,7 +49,7 @@ mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
 
 $(VENV)/.installed-mysql: $(VENV)/.installed | mariadb-headers
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,mysql]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,mysql]'
 	@touch $@
 
 test-mariadb: $(VENV)/.installed-mysql
@@ -59,7 +59,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: $(VENV6)/.installed
@@ -78,7 +78,7 @@ browser:
 	@dpkg -s chromium chromium-driver >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
 
 $(VENV)/.installed-e2e: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,e2e]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,e2e]'
 	@touch $@
 
 test-e2e: $(VENV)/.installed-e2e | browser
@@ -102,7 +102,7 @@ demo: install
 BENCH_PG ?= $(dir $(PG_URL))
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,bench]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai,bench]' 'Django>=5.2,<6'
 	@touch $@
 
 bench: $(VENV)/.installed-bench
