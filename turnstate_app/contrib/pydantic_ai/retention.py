@@ -38,12 +38,14 @@ def purge_orphaned_conversations(sender: Any, thread_ids: list[str], using: str,
             "conversation_id", flat=True
         )
     )
-    if not stored:
-        return
-    family = family_of(alias, stored)
-    # A fork with pauses of its own keeps the entries it shares with these: it must stay resumable.
-    if not Pause.objects.using(using).filter(thread_id__in=sorted(family - stored)).exists():
-        erase_conversations(alias, sorted(stored))
+    doomed: list[str] = []
+    for conversation_id in sorted(stored):
+        forks = family_of(alias, [conversation_id]) - {conversation_id}
+        # A fork with pauses of its own needs the entries it shares: it must stay resumable.
+        if not forks or not Pause.objects.using(using).filter(thread_id__in=sorted(forks)).exists():
+            doomed.append(conversation_id)
+    if doomed:
+        erase_conversations(alias, doomed)
 
 
 def connect_retention() -> None:
