@@ -26,6 +26,9 @@ DEFAULTS: dict[str, Any] = {
     # Use prepared statements on PostgreSQL (turn off behind a transaction-mode
     # pooler that does not support them).
     "PREPARED_STATEMENTS": True,
+    # Seconds after which a claimed continuation that neither completed nor failed is
+    # listed as stalled, and a thread's turn held that long may be taken over.
+    "STALLED_AFTER": 15 * 60,
     # (module, name) pairs the LangGraph saver's default serializer may construct on load,
     # beyond LangGraph's own safe types (turnstate_app.contrib.langgraph).
     "LANGGRAPH_MSGPACK_ALLOWLIST": [],
@@ -88,6 +91,10 @@ class TurnstateSettings:
     @property
     def PREPARED_STATEMENTS(self) -> bool:  # noqa: N802
         return bool(self._get("PREPARED_STATEMENTS"))
+
+    @property
+    def STALLED_AFTER(self) -> float:  # noqa: N802
+        return float(self._get("STALLED_AFTER"))
 
     @property
     def LANGGRAPH_MSGPACK_ALLOWLIST(self) -> list[tuple[str, ...]]:  # noqa: N802

@@ -58,3 +58,36 @@ class CheckpointFieldError(TurnStateError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+
+class AnswerValidationError(TurnStateError, ValueError):
+    """The answer does not conform to the pause's ``answer_schema``; nothing was consumed.
+
+    ``messages`` lists every violation, each prefixed with where in the answer it is
+    (``$`` is the answer itself), so a person can correct all of them at once.
+    """
+
+    def __init__(self, messages: list[str]) -> None:
+        self.messages = list(messages)
+        super().__init__(
+            "the answer does not conform to the pause's answer_schema: " + "; ".join(self.messages)
+        )
+
+
+class ContinuationRefused(TurnStateError):  # noqa: N818 - the agreed public name
+    """Raised inside a continuation's ``run``: the run will not continue, for ``reason``.
+
+    The continuation is recorded as failed with that reason (listed for operators), and
+    ``continue_once`` returns ``ContinueResult(ran=False, reason=reason)``.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class ThreadBusyError(TurnStateError):
+    """Another continuation of the same thread held its turn for longer than this one would wait.
+
+    Nothing ran and the continuation's claim was released: delivering it again retries.
+    """

@@ -177,6 +177,10 @@ class PauseQuerySet(models.QuerySet["Pause"]):
     def for_thread(self, thread_id: str) -> PauseQuerySet:
         return self.filter(thread_id=thread_id)
 
+    def in_group(self, group: str) -> PauseQuerySet:
+        """The members of ``group``, found by the group index."""
+        return self.filter(group=group)
+
     # -- retention -----------------------------------------------------------------
 
     def last_event_before(self, cutoff: datetime) -> PauseQuerySet:
@@ -211,6 +215,18 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         """Pending past its age becomes expired (these pauses, or only ``jti``); how many did."""
         scope = self if jti is None else self.filter(jti=jti)
         return scope.overdue(now).update(status=PauseStatus.EXPIRED)
+
+    def mark_continued(self, *, now: datetime) -> int:
+        """Record that the run continued from these pauses (a group's members) and returned."""
+        return self.filter(continued_at__isnull=True, continuation_failure__isnull=True).update(
+            continued_at=now
+        )
+
+    def mark_continuation_failed(self, reason: str) -> int:
+        """Record that the continuation of these pauses refused to run, and why."""
+        return self.filter(continued_at__isnull=True, continuation_failure__isnull=True).update(
+            continuation_failure=reason or "refused"
+        )
 
     def mark_handed_off(self, jti: str, *, now: datetime) -> bool:
         """Record that RESUME_HANDLER accepted the answer; the first stamp stays."""

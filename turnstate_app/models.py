@@ -157,6 +157,31 @@ class Pause(models.Model):
         blank=True,
         help_text=_("When RESUME_HANDLER accepted the answer; empty: never (yet)."),
     )
+    answer_schema = models.JSONField(
+        _("answer schema"),
+        null=True,
+        blank=True,
+        help_text=_("The JSON Schema an answer must conform to; empty: any JSON answer."),
+    )
+    group = models.CharField(
+        _("group"),
+        max_length=ID_MAX_LENGTH,
+        null=True,
+        blank=True,
+        help_text=_("Pauses of one group are answered one by one; their run continues once, after the last."),
+    )
+    continued_at = models.DateTimeField(
+        _("continued at"),
+        null=True,
+        blank=True,
+        help_text=_("When the run continued from this pause (its group) returned; empty: not (yet)."),
+    )
+    continuation_failure = models.TextField(
+        _("continuation failure"),
+        null=True,
+        blank=True,
+        help_text=_("Why the continuation refused to run; empty: it did not refuse."),
+    )
 
     objects = PauseQuerySet.as_manager()
 
@@ -166,6 +191,7 @@ class Pause(models.Model):
         indexes = [
             models.Index(fields=["status", "created_at"], name="turnstate_pause_status_idx"),
             models.Index(fields=["thread_id"], name="turnstate_pause_thread_idx"),
+            models.Index(fields=["group", "created_at"], name="turnstate_pause_group_idx"),
             models.Index(
                 fields=["thread_id", "checkpoint_id", "request_key"], name="turnstate_pause_request_idx"
             ),

@@ -30,7 +30,10 @@ from turnstate_app.contracts import PauseClaims
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.keys import payload_key
 from turnstate_app.models import Pause
+from turnstate_app.pauses.answers import check_schema
 from turnstate_app.pauses.conflicts import is_serialization_failure
+from turnstate_app.pauses.earned import ResumableCheck, earned
+from turnstate_app.pauses.groups import NO_LIFECYCLE, Lifecycle, check_group
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
@@ -74,6 +77,9 @@ def mint_pause(
     messages: list[dict[str, Any]],
     owner: Any = None,
     store: TurnCheckpointStore | None = None,
+    answer_schema: dict[str, Any] | None = None,
+    group: str | None = None,
+    resumable_check: ResumableCheck | None = None,
 ) -> MintedPause:
     """Record a pause and return its single-use token.
 
@@ -81,6 +87,7 @@ def mint_pause(
     turn-state record returns a token with ``resumable=False``.
     """
     store = store if store is not None else get_default_store()
+    lifecycle = Lifecycle(check_schema(answer_schema), check_group(group, thread_id), resumable_check)
     claims = PauseClaims(
         jti=new_jti(),
         run_id=run_id,
@@ -104,12 +111,22 @@ def mint_pause(
     alias = shared_alias(store)
     if alias is None:
         resumable, pause = write_pause(
-            store, claims, request_value, turn, encoded, request_key, owner, expires_at
+            store, claims, request_value, turn, encoded, request_key, owner, expires_at, lifecycle=lifecycle
         )
     else:
         resumable, pause = in_one_transaction(
             alias,
-            lambda: write_pause(store, claims, request_value, turn, encoded, request_key, owner, expires_at),
+            lambda: write_pause(
+                store,
+                claims,
+                request_value,
+                turn,
+                encoded,
+                request_key,
+                owner,
+                expires_at,
+                lifecycle=lifecycle,
+            ),
         )
     if not resumable:
         logger.warning(
@@ -133,15 +150,22 @@ def write_pause(
     owner: Any,
     expires_at: Any,
     alias: str | None = None,
+    lifecycle: Lifecycle = NO_LIFECYCLE,
 ) -> tuple[bool, Pause]:
     """The contract's three writes, in order: the request, the turn state, the ledger row."""
     if store.wired:
         store.write_request_sync(claims, request_value)
     # Inside a transaction the model port writes in a savepoint: a refused record rolls
     # back alone, and the pause is still minted, saying it is not resumable.
-    resumable = store.record_sync(claims, turn, encoded=encoded)
+    resumable = earned(store.record_sync(claims, turn, encoded=encoded), lifecycle.resumable_check, claims)
     pause = Pause.objects.build(
-        claims, request_key=request_key, resumable=resumable, owner=owner, expires_at=expires_at
+        claims,
+        request_key=request_key,
+        resumable=resumable,
+        owner=owner,
+        expires_at=expires_at,
+        answer_schema=lifecycle.answer_schema,
+        group=lifecycle.group,
     )
     pause.save(force_insert=True)
     return resumable, pause

@@ -25,6 +25,7 @@ from turnstate_app.errors import (
 )
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet, PauseStatus
+from turnstate_app.pauses.answers import validate_answer
 from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.handoff import ResumedPause, after_answer
 from turnstate_app.pauses.mint import to_json
@@ -60,6 +61,7 @@ def resume_pause(
         if user is not None:
             require_may_answer(pause, user)
         checkpoint = stored_turn(store, claims)
+    validate_answer(pause.answer_schema, answer)
     try:
         with transaction.atomic(using=using):
             if not pauses.consume(claims.jti, now=now):

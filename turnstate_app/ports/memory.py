@@ -57,6 +57,15 @@ class InMemoryCheckpointCommandPort:
             self._rows[row] = (value, task_id)
             return True
 
+    def release_metadata_sync(self, *, thread_id: str, checkpoint_id: str, key: str, value: str) -> bool:
+        """Delete the row at this place only while it still holds ``value`` (see the model port)."""
+        row = (thread_id, checkpoint_id, key)
+        with self._lock:
+            if row in self._rows and self._rows[row][0] == value:
+                del self._rows[row]
+                return True
+            return False
+
     async def read_metadata(self, *, thread_id: str, checkpoint_id: str, key: str) -> str | None:
         return self.read_metadata_sync(thread_id=thread_id, checkpoint_id=checkpoint_id, key=key)
 

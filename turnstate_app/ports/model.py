@@ -107,6 +107,18 @@ class ModelCheckpointCommandPort:
     ) -> bool:
         return self._insert("claim", thread_id, checkpoint_id, key, value, task_id) == 1
 
+    def release_metadata_sync(self, *, thread_id: str, checkpoint_id: str, key: str, value: str) -> bool:
+        """Delete the row at this place only while it still holds ``value``: True when this call did.
+
+        Not part of the contract's port: how a claim (a thread's turn, a continuation) is given
+        back, or taken over from a holder that is gone, without deleting a newer holder's row.
+        """
+        alias = router.db_for_write(_model())
+        require_row_ids(thread_id, checkpoint_id, key, vendor=connections[alias].vendor)
+        rows = _model().objects.using(alias).filter(thread_id=thread_id, checkpoint_id=checkpoint_id, key=key)
+        deleted, _ = rows.filter(value=value).delete()
+        return deleted > 0
+
     # -- internals --------------------------------------------------------------
 
     def _insert(

@@ -1,0 +1,64 @@
+"""Answers checked against the pause's JSON Schema before the token is consumed.
+
+A framework that validates a resume value only when the run continues (LangGraph's
+``response_schema``, PydanticAI's tool arguments) would refuse the answer after the token
+is spent, leaving a pause answered whose run cannot use the answer. Validating here, before
+the conditional UPDATE, keeps such a pause pending so the person can answer again.
+
+The schema is checked once, at mint, against its own draft's meta-schema: a schema that
+cannot validate anything is the integrator's bug and is refused before anything is written.
+The validator is the ``jsonschema`` library, with the draft the schema declares in
+``$schema`` (the newest it knows when it declares none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import exceptions as schema_errors
+from jsonschema.validators import validator_for
+
+from turnstate_app.errors import AnswerValidationError, CheckpointFieldError
+
+MAX_MESSAGES = 50
+"""At most this many violations are reported: enough to fix an answer, bounded for a hostile one."""
+
+
+def check_schema(schema: Any) -> dict[str, Any] | None:
+    """``schema`` when it is a usable JSON Schema (None stays None); else ``CheckpointFieldError``."""
+    if schema is None:
+        return None
+    if not isinstance(schema, dict):
+        raise CheckpointFieldError(
+            "answer_schema", f"must be a JSON Schema object (a dict), not {type(schema).__name__}"
+        )
+    try:
+        validator_class = validator_for(schema)
+        validator_class.check_schema(schema)
+    except schema_errors.SchemaError as exc:
+        raise CheckpointFieldError(
+            "answer_schema", f"is not a valid JSON Schema: {exc.message} (at {_path(exc.absolute_path)})"
+        ) from None
+    except schema_errors.UnknownType as exc:  # pragma: no cover - raised by odd metaschemas only
+        raise CheckpointFieldError("answer_schema", f"is not a valid JSON Schema: {exc}") from None
+    return schema
+
+
+def validate_answer(schema: dict[str, Any] | None, answer: Any) -> None:
+    """Raise ``AnswerValidationError`` listing every violation of ``schema`` by ``answer``."""
+    if schema is None:
+        return
+    validator = validator_for(schema)(schema)
+    errors = sorted(validator.iter_errors(answer), key=lambda error: list(map(str, error.absolute_path)))
+    if errors:
+        raise AnswerValidationError(
+            [f"{_path(error.absolute_path)}: {error.message}" for error in errors[:MAX_MESSAGES]]
+        )
+
+
+def _path(parts: Any) -> str:
+    """A JSONPath-like location: ``$`` is the answer, ``$.items[2].name`` a field within it."""
+    text = "$"
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text

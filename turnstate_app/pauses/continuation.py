@@ -1,0 +1,224 @@
+"""Continuing a paused run exactly once, whoever delivers the answer and however often.
+
+``RESUME_HANDLER`` is called at least once (``turnstate_redeliver`` calls it again), and two
+processes may deliver the same answer, or the last two answers of a group, at once. A
+continuation that ran twice would run the approved tool twice or fork the thread. So:
+
+1. a group still waiting for an answer continues nothing (nothing is claimed);
+2. the continuation is claimed once, across processes, with the port's insert-if-absent
+   (``continuation:<jti>`` of the group's lead); every other caller gets ``ran=False``;
+3. the run takes its thread's turn (:mod:`turnstate_app.pauses.thread_turns`);
+4. ``run`` returns: the ledger records ``continued_at``. ``ContinuationRefused``: the ledger
+   records the reason (``continuation_failure``). Any other exception: the claim stays and
+   nothing is recorded, so the pause shows as *stalled* after ``STALLED_AFTER`` —
+   delivery is at least once, a continuation at most once, and a lost one always visible.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from turnstate_app.choices import PauseStatus
+from turnstate_app.errors import ContinuationRefused, ThreadBusyError
+from turnstate_app.keys import continuation_key
+from turnstate_app.managers import effective_status
+from turnstate_app.models import Pause
+from turnstate_app.pauses.groups import members_of
+from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
+from turnstate_app.pauses.mint import MintedPause, mint_pause
+from turnstate_app.pauses.thread_turns import ThreadTurn, atake_turn, take_turn
+from turnstate_app.ports import get_default_store
+from turnstate_app.turnstate import TurnCheckpointStore
+
+REASON_GONE = "pause not in the ledger"
+REASON_GROUP_INCOMPLETE = "group incomplete"
+REASON_GROUP_EXPIRED = "group failed: a member expired unanswered"
+REASON_ALREADY_CONTINUED = "already continued"
+REASON_CLAIMED_ELSEWHERE = "continuation claimed elsewhere"
+REASON_FAILED_BEFORE = "continuation failed before"
+
+
+@dataclass(frozen=True)
+class ContinueResult:
+    """How one attempt to continue a run ended; shared by every integration.
+
+    ``ran``: this call ran the continuation. ``output``: what ``run`` returned. ``minted``:
+    the pauses the continuation minted. ``reason``: why it did not run (None when it ran).
+    """
+
+    ran: bool
+    output: Any = None
+    minted: list[MintedPause] = field(default_factory=list)
+    reason: str | None = None
+
+
+@dataclass
+class Continuation:
+    """What ``run`` gets: the answer that triggered it, every answer of its group, a way to pause again."""
+
+    resumed: ResumedPause
+    members: list[ResumedPause]
+    minted: list[MintedPause] = field(default_factory=list)
+    owner: Any = None
+    """The continued pause's owner (None: unowned), carried onto every pause minted next."""
+    store: TurnCheckpointStore | None = field(default=None, repr=False)
+
+    def mint_next(self, **kwargs: Any) -> MintedPause:
+        """``mint_pause`` for the run's next stop, with ``owner``, ``session_id``, ``run_id`` (and
+        ``thread_id``) of the continued pause unless given; never unowned when it was owned."""
+        claims = self.resumed.claims
+        if self.owner is not None and "owner" in kwargs and kwargs["owner"] is None:
+            raise ValueError(
+                f"pause {claims.jti!r} has an owner; a pause its continuation mints must have one too"
+            )
+        kwargs.setdefault("owner", self.owner)
+        kwargs.setdefault("session_id", claims.session_id)
+        kwargs.setdefault("run_id", claims.run_id)
+        kwargs.setdefault("thread_id", claims.thread_id)
+        if self.store is not None:
+            kwargs.setdefault("store", self.store)
+        minted = mint_pause(**kwargs)
+        self.minted.append(minted)
+        return minted
+
+    async def amint_next(self, **kwargs: Any) -> MintedPause:
+        """:meth:`mint_next` for async code."""
+        return await sync_to_async(self.mint_next, thread_sensitive=True)(**kwargs)
+
+
+@dataclass
+class Claimed:
+    """A continuation this process claimed and may run."""
+
+    continuation: Continuation
+    members: list[Pause]
+    lead: Pause
+    claim_value: str
+    store: TurnCheckpointStore
+
+
+def continue_once(
+    resumed: ResumedPause, run: Callable[[Continuation], Any], *, store: TurnCheckpointStore | None = None
+) -> ContinueResult:
+    """Run ``run`` for ``resumed``'s run at most once across all processes (see the module)."""
+    claimed = claim(resumed, store)
+    if isinstance(claimed, ContinueResult):
+        return claimed
+    try:
+        turn = take_turn(claimed.store, resumed.claims.thread_id)
+    except ThreadBusyError:
+        give_back(claimed)
+        raise
+    try:
+        try:
+            output = run(claimed.continuation)
+        except ContinuationRefused as refused:
+            return refuse(claimed, refused)
+        return complete(claimed, output)
+    finally:
+        turn.release()
+
+
+async def acontinue_once(
+    resumed: ResumedPause,
+    run: Callable[[Continuation], Any | Awaitable[Any]],
+    *,
+    store: TurnCheckpointStore | None = None,
+) -> ContinueResult:
+    """:func:`continue_once` for async code; ``run`` may be a plain function or ``async def``."""
+    claimed = await sync_to_async(claim, thread_sensitive=True)(resumed, store)
+    if isinstance(claimed, ContinueResult):
+        return claimed
+    try:
+        turn: ThreadTurn = await atake_turn(claimed.store, resumed.claims.thread_id)
+    except ThreadBusyError:
+        await sync_to_async(give_back, thread_sensitive=True)(claimed)
+        raise
+    try:
+        try:
+            output = run(claimed.continuation)
+            if inspect.isawaitable(output):
+                output = await output
+        except ContinuationRefused as refused:
+            return await sync_to_async(refuse, thread_sensitive=True)(claimed, refused)
+        return await sync_to_async(complete, thread_sensitive=True)(claimed, output)
+    finally:
+        await sync_to_async(turn.release, thread_sensitive=True)()
+
+
+def claim(resumed: ResumedPause, store: TurnCheckpointStore | None) -> Claimed | ContinueResult:
+    """Steps 1 and 2: the group complete, every answer read, then the one claim; or why not."""
+    store = store if store is not None else get_default_store()
+    now = timezone.now()
+    pause = (
+        Pause.objects.select_related("owner")
+        .with_effective_status(now)
+        .filter(jti=resumed.claims.jti)
+        .first()
+    )
+    if pause is None:
+        return ContinueResult(ran=False, reason=REASON_GONE)
+    members = members_of(pause, now)
+    statuses = {effective_status(member) for member in members}
+    if PauseStatus.PENDING in statuses:
+        return ContinueResult(ran=False, reason=REASON_GROUP_INCOMPLETE)
+    if PauseStatus.EXPIRED in statuses:
+        return ContinueResult(ran=False, reason=REASON_GROUP_EXPIRED)
+    lead = members[0]
+    settled = settled_reason(lead)
+    if settled is not None:
+        return ContinueResult(ran=False, reason=settled)
+    answers = [
+        resumed if member.jti == resumed.claims.jti else rebuild_resumed(member, store) for member in members
+    ]
+    value = json.dumps({"by": resumed.claims.jti, "at": now.isoformat(), "holder": secrets.token_hex(8)})
+    if not store.claim_sync(lead.claims, key=continuation_key(lead.jti), value=value):
+        lead.refresh_from_db(fields=["continued_at", "continuation_failure"])
+        return ContinueResult(ran=False, reason=settled_reason(lead) or REASON_CLAIMED_ELSEWHERE)
+    continuation = Continuation(resumed=resumed, members=answers, owner=pause.owner, store=store)
+    return Claimed(continuation=continuation, members=members, lead=lead, claim_value=value, store=store)
+
+
+def settled_reason(lead: Pause) -> str | None:
+    if lead.continued_at is not None:
+        return REASON_ALREADY_CONTINUED
+    if lead.continuation_failure is not None:
+        return f"{REASON_FAILED_BEFORE}: {lead.continuation_failure}"
+    return None
+
+
+def complete(claimed: Claimed, output: Any) -> ContinueResult:
+    ledger(claimed).mark_continued(now=timezone.now())
+    return ContinueResult(ran=True, output=output, minted=list(claimed.continuation.minted))
+
+
+def refuse(claimed: Claimed, refused: ContinuationRefused) -> ContinueResult:
+    ledger(claimed).mark_continuation_failed(refused.reason)
+    return ContinueResult(ran=False, reason=refused.reason, minted=list(claimed.continuation.minted))
+
+
+def give_back(claimed: Claimed) -> None:
+    """Nothing ran (the thread stayed busy): release the claim so a redelivery can run it."""
+    from turnstate_app.pauses.thread_turns import ReleasableCommands
+
+    commands = claimed.store.commands
+    if isinstance(commands, ReleasableCommands):
+        lead = claimed.lead
+        commands.release_metadata_sync(
+            thread_id=lead.thread_id,
+            checkpoint_id=lead.checkpoint_id,
+            key=continuation_key(lead.jti),
+            value=claimed.claim_value,
+        )
+
+
+def ledger(claimed: Claimed) -> Any:
+    return Pause.objects.filter(pk__in=[member.pk for member in claimed.members])

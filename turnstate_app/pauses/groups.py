@@ -1,0 +1,61 @@
+"""Pause groups: several questions of one run, answered one by one, continued once.
+
+A run that stops for several answers at once (PydanticAI's deferred tool calls refuse
+partial results) mints one pause per question under one ``group``. Each member is
+answered exactly once like any pause; the run continues once, when the last member is
+answered (:mod:`turnstate_app.pauses.continuation`). Every member shares one thread, so the
+group's continuation takes that thread's turn.
+
+The group's first member in mint order is its *lead*: the group's continuation is claimed
+and recorded on the lead's rows, so retention, which keeps a group together, deletes the
+claim with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from turnstate_app.contracts import PauseClaims
+from turnstate_app.models import Pause
+from turnstate_app.ports.limits import require_id
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """What ``mint_pause`` stores beyond the contract's fields, checked before anything is written."""
+
+    answer_schema: dict[str, Any] | None = None
+    group: str | None = None
+    resumable_check: Callable[[PauseClaims], bool] | None = None
+
+
+NO_LIFECYCLE = Lifecycle()
+
+
+def check_group(group: str | None, thread_id: str) -> str | None:
+    """``group`` when its members (so far) share ``thread_id``; ``ValueError`` otherwise.
+
+    One read, only when a group is given.
+    """
+    if group is None:
+        return None
+    require_id("group", group)
+    other = (
+        Pause.objects.in_group(group).exclude(thread_id=thread_id).values_list("thread_id", flat=True).first()
+    )
+    if other is not None:
+        raise ValueError(
+            f"pause group {group!r} belongs to thread {other!r}; every member of a group shares one "
+            f"thread, so a pause of thread {thread_id!r} cannot join it"
+        )
+    return group
+
+
+def members_of(pause: Pause, now: datetime) -> list[Pause]:
+    """Every pause of ``pause``'s group in mint order, with effective status (``[pause]`` without one)."""
+    if pause.group is None:
+        return [pause]
+    return list(Pause.objects.in_group(pause.group).with_effective_status(now).order_by("created_at", "pk"))
