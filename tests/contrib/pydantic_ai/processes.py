@@ -37,3 +37,28 @@ def save_in_rounds(settings_dict: dict[str, Any], conversation_ids: list[str], n
             outcomes.append(f"{type(exc).__name__}: {exc}")
         barrier.wait(timeout=60)
     return outcomes
+
+
+def answer_then_continue(
+    settings_dict: dict[str, Any], rounds: list[tuple[str, Any]], barrier: Any
+) -> list[tuple[bool, str | None]]:
+    """Per round: answer one pause of a two-pause group, wait for the other racer to answer
+    its own, then both continue the run at once. Returns (ran, reason) per round."""
+    boot_django(settings_dict)
+    from tests.contrib.pydantic_ai.agents import travel_agent
+    from turnstate_app.contrib.pydantic_ai import DjangoConversationStore, continue_agent
+    from turnstate_app.pauses import resume_pause
+
+    agent = travel_agent()
+    store = DjangoConversationStore()
+    outcomes: list[tuple[bool, str | None]] = []
+    for token, answer in rounds:
+        resumed = resume_pause(token, answer)
+        barrier.wait(timeout=60)
+        try:
+            result = continue_agent(agent, resumed, store=store)
+            outcomes.append((result.ran, result.reason))
+        except Exception as exc:
+            outcomes.append((False, f"{type(exc).__name__}: {exc}"))
+        barrier.wait(timeout=60)
+    return outcomes

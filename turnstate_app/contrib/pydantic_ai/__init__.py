@@ -10,14 +10,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
+    from turnstate_app.contrib.pydantic_ai.continuing import acontinue_agent, continue_agent
+    from turnstate_app.contrib.pydantic_ai.errors import ConversationNotSavedError, UnreadableConversationError
+    from turnstate_app.contrib.pydantic_ai.pausing import apause_deferred, pause_deferred
     from turnstate_app.contrib.pydantic_ai.store import DjangoConversationStore
 
-__all__ = ["DjangoConversationStore", "UnreadableConversationError"]
+__all__ = [
+    "ConversationNotSavedError",
+    "DjangoConversationStore",
+    "UnreadableConversationError",
+    "acontinue_agent",
+    "apause_deferred",
+    "continue_agent",
+    "pause_deferred",
+]
 
 _EXPORTS = {
     "DjangoConversationStore": "turnstate_app.contrib.pydantic_ai.store",
     "UnreadableConversationError": "turnstate_app.contrib.pydantic_ai.errors",
+    "ConversationNotSavedError": "turnstate_app.contrib.pydantic_ai.errors",
+    "pause_deferred": "turnstate_app.contrib.pydantic_ai.pausing",
+    "apause_deferred": "turnstate_app.contrib.pydantic_ai.pausing",
+    "continue_agent": "turnstate_app.contrib.pydantic_ai.continuing",
+    "acontinue_agent": "turnstate_app.contrib.pydantic_ai.continuing",
 }
 
 
