@@ -14,7 +14,14 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import CallDeferred
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 
@@ -24,7 +31,9 @@ RUNS_THREAD = "tool-runs"
 def record_tool_run(name: str, detail: str) -> None:
     from turnstate_app.models import CheckpointMetadata
 
-    CheckpointMetadata.objects.create(thread_id=RUNS_THREAD, checkpoint_id=name, key=uuid.uuid4().hex, value=detail)
+    CheckpointMetadata.objects.create(
+        thread_id=RUNS_THREAD, checkpoint_id=name, key=uuid.uuid4().hex, value=detail
+    )
 
 
 def tool_runs(name: str) -> int:
@@ -50,11 +59,15 @@ def travel_agent(*, follow_up: bool = False) -> Agent[None, str | DeferredToolRe
             return ModelResponse(
                 parts=[
                     ToolCallPart("ask_date", {"question": "Which date?"}, tool_call_id="call-date"),
-                    ToolCallPart("book_flight", {"destination": "Lisbon", "seats": 2}, tool_call_id="call-book"),
+                    ToolCallPart(
+                        "book_flight", {"destination": "Lisbon", "seats": 2}, tool_call_id="call-book"
+                    ),
                 ]
             )
         if follow_up and "buy_insurance" not in returns:
-            return ModelResponse(parts=[ToolCallPart("buy_insurance", {"trip": "Lisbon"}, tool_call_id="call-ins")])
+            return ModelResponse(
+                parts=[ToolCallPart("buy_insurance", {"trip": "Lisbon"}, tool_call_id="call-ins")]
+            )
         said = "; ".join(f"{name}: {content}" for name, content in sorted(returns.items()))
         return ModelResponse(parts=[TextPart(f"done. {said}")])
 
@@ -86,4 +99,6 @@ def first_run(agent: Any, conversation_id: str) -> Any:
     """The run that stops for the two deferred calls."""
     from pydantic_ai.conversation import Conversation
 
-    return agent.run_sync("Book me two seats to Lisbon.", conversation=Conversation(conversation_id=conversation_id))
+    return agent.run_sync(
+        "Book me two seats to Lisbon.", conversation=Conversation(conversation_id=conversation_id)
+    )

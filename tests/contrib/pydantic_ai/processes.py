@@ -7,7 +7,9 @@ from typing import Any
 from tests.processes import boot_django
 
 
-def save_in_rounds(settings_dict: dict[str, Any], conversation_ids: list[str], name: str, barrier: Any) -> list[str]:
+def save_in_rounds(
+    settings_dict: dict[str, Any], conversation_ids: list[str], name: str, barrier: Any
+) -> list[str]:
     """For each conversation in turn: load it, wait until every racer has loaded it, save a
     turn onto it (or create it, when the store does not have it), wait for the others.
 

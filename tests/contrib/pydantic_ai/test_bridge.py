@@ -1,4 +1,4 @@
-"""Deferred tool calls as one group of durable pauses; the run continues once, from the latest conversation."""
+"""Deferred tool calls as one group of durable pauses; the run continues once, from the latest save."""
 
 from __future__ import annotations
 
@@ -37,13 +37,17 @@ def requested(pause: Pause) -> dict[str, Any]:
     return value
 
 
-def paused(conversation_id: str, **kwargs: Any) -> tuple[Any, DjangoConversationStore, dict[str, MintedPause]]:
+def paused(
+    conversation_id: str, **kwargs: Any
+) -> tuple[Any, DjangoConversationStore, dict[str, MintedPause]]:
     """The travel agent's first run, saved and paused; its pauses by tool call id."""
     agent = travel_agent(follow_up=kwargs.pop("follow_up", False))
     store = DjangoConversationStore()
     result = first_run(agent, conversation_id)
     sync(store.save, result)
-    minted = pause_deferred(result, store=store, run_id="run-1", session_id="session-1", agent=agent, **kwargs)
+    minted = pause_deferred(
+        result, store=store, run_id="run-1", session_id="session-1", agent=agent, **kwargs
+    )
     return agent, store, {pause.claims.tool_call_id or "": pause for pause in minted}
 
 
@@ -121,7 +125,12 @@ def test_the_group_continues_only_when_complete_and_only_once() -> None:
 def test_an_invalid_approval_leaves_the_pause_pending() -> None:
     agent, store, pauses = paused("trip-5")
     token = pauses["call-book"].token
-    for wrong in ({"approved": "yes"}, {"approved": True, "override_args": {"seats": "two"}}, "ok", {"ok": True}):
+    for wrong in (
+        {"approved": "yes"},
+        {"approved": True, "override_args": {"seats": "two"}},
+        "ok",
+        {"ok": True},
+    ):
         with pytest.raises(AnswerValidationError):
             resume_pause(token, wrong)
         assert Pause.objects.get(tool_call_id="call-book").status == "pending"

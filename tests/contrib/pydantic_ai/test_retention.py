@@ -117,7 +117,9 @@ def test_delete_removes_the_entries_unless_a_fork_still_reaches_them() -> None:
     assert rows("alone") == 0
 
     sync(store.save, conversation("shared", "one", "two"))
-    sync(store.fork, "shared", at=2, new_conversation_id="shared-fork")  # points into the entries, stores none
+    sync(
+        store.fork, "shared", at=2, new_conversation_id="shared-fork"
+    )  # points into the entries, stores none
     sync(store.delete, "shared")
     assert StoredEntry.objects.filter(conversation_id="shared").count() == 4
     fork = sync(store.load, "shared-fork")

@@ -127,7 +127,14 @@ def fork(store: ConversationStore) -> list[Any]:
     c1 = sync(store.load_entries, "c-1")
     assert entries is not None and c1 is not None
     shared = [a.id == b.id for a, b in zip(entries, c1, strict=False)]
-    return [texts(reloaded.messages), texts(original.messages), again, record.forked_from, shared, record.scope]
+    return [
+        texts(reloaded.messages),
+        texts(original.messages),
+        again,
+        record.forked_from,
+        shared,
+        record.scope,
+    ]
 
 
 def scopes(store: ConversationStore) -> list[Any]:
@@ -172,7 +179,12 @@ def test_the_scenario_gives_the_same_results_on_both_stores(store: ConversationS
     reference = run_scenario(InMemoryConversationStore())
     assert run_scenario(store) == reference
     (reload_, conflict_, branch_, fork_, scope_, delete_) = reference
-    assert reload_ == [["q-one", "a-one", "q-two", "a-two", "q-three", "a-three"], ["a-two", "q-three", "a-three"], 2, 1]
+    assert reload_ == [
+        ["q-one", "a-one", "q-two", "a-two", "q-three", "a-three"],
+        ["a-two", "q-three", "a-three"],
+        2,
+        1,
+    ]
     assert conflict_[:5] == [True, True, True, True, True]
     assert branch_[0] == ["q-one", "a-one", "q-other", "a-other"] and branch_[2] is True
     assert branch_[1][-2:] == ["q-four", "a-four"] and branch_[3:] == [1, True]

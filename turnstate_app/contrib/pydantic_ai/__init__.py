@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from turnstate_app.contrib.pydantic_ai.continuing import acontinue_agent, continue_agent
-    from turnstate_app.contrib.pydantic_ai.errors import ConversationNotSavedError, UnreadableConversationError
+    from turnstate_app.contrib.pydantic_ai.errors import (
+        ConversationNotSavedError,
+        UnreadableConversationError,
+    )
     from turnstate_app.contrib.pydantic_ai.pausing import apause_deferred, pause_deferred
     from turnstate_app.contrib.pydantic_ai.store import DjangoConversationStore
 

@@ -24,7 +24,14 @@ from turnstate_app.models import Pause
 
 @admin.register(StoredConversation)
 class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ("conversation_id", "scope", "updated_at", "waiting_calls", "pending_pauses", "forked_from")
+    list_display = (
+        "conversation_id",
+        "scope",
+        "updated_at",
+        "waiting_calls",
+        "pending_pauses",
+        "forked_from",
+    )
     search_fields = ("conversation_id", "scope")
     list_filter = ("updated_at",)
     ordering = ("-updated_at",)
@@ -62,11 +69,8 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             .annotate(n=Count("pk"))
             .values("n")
         )
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(pending_pauses=Coalesce(Subquery(pending, output_field=IntegerField()), 0))
-        )
+        rows: QuerySet[StoredConversation] = super().get_queryset(request)
+        return rows.annotate(pending_pauses=Coalesce(Subquery(pending, output_field=IntegerField()), 0))
 
     @admin.display(description="pending pauses", ordering="pending_pauses")
     def pending_pauses(self, obj: StoredConversation) -> int:

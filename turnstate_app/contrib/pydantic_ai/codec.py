@@ -7,7 +7,7 @@ list), so bytes, timestamps and every part type read back as the adapter wrote t
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import TypeAdapter
 from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
@@ -17,7 +17,7 @@ from pydantic_ai.usage import RunUsage
 
 from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION: Literal[1] = 1
 
 _usage = TypeAdapter(RunUsage)
 _requests = TypeAdapter(DeferredToolRequests)
@@ -84,5 +84,7 @@ def entry_from(entry_id: str, parent_id: str | None, kind: str, message: str) ->
     except ValueError as exc:
         raise UnreadableConversationError(f"entry {entry_id!r} cannot be read back: {exc}") from exc
     if kind != "message":
-        raise UnreadableConversationError(f"entry {entry_id!r} is of kind {kind!r}, which this build cannot read")
+        raise UnreadableConversationError(
+            f"entry {entry_id!r} is of kind {kind!r}, which this build cannot read"
+        )
     return ConversationEntry(id=entry_id, parent_id=parent_id, message=decoded, kind="message")

@@ -70,7 +70,9 @@ async def _continue(agent: Any, continuation: Continuation, store: ConversationS
 def deferred_results(conversation: Conversation, members: list[ResumedPause]) -> DeferredToolResults:
     """Every member's answer, for the calls the conversation still waits on; else refused."""
     requests = conversation.deferred_tool_requests
-    waiting = set() if requests is None else {part.tool_call_id for part in [*requests.approvals, *requests.calls]}
+    waiting = (
+        set() if requests is None else {part.tool_call_id for part in [*requests.approvals, *requests.calls]}
+    )
     answers = {member.claims.tool_call_id: member.answer for member in members}
     gone = sorted(str(call_id) for call_id in answers if call_id not in waiting)
     if gone or requests is None:

@@ -50,7 +50,9 @@ class DeferredCall:
         return answer_schema(self.kind, self.parameters_json_schema)
 
 
-def deferred_calls(requests: DeferredToolRequests, schemas: Mapping[str, dict[str, Any]]) -> list[DeferredCall]:
+def deferred_calls(
+    requests: DeferredToolRequests, schemas: Mapping[str, dict[str, Any]]
+) -> list[DeferredCall]:
     """Every call of ``requests`` in a stable order: approvals first, then the other calls."""
     return [
         DeferredCall(

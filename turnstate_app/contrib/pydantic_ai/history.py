@@ -30,7 +30,8 @@ def _statement(vendor: str) -> str:
         f" SELECT e.entry_id, e.parent_id, history_chain.depth + 1 FROM {table} e"
         f" JOIN history_chain ON e.entry_id = history_chain.parent_id WHERE history_chain.depth < %s"
         f") SELECT e.entry_id, e.parent_id, e.kind, e.message, history_chain.depth"
-        f" FROM history_chain JOIN {table} e ON e.entry_id = history_chain.entry_id ORDER BY history_chain.depth DESC"
+        f" FROM history_chain JOIN {table} e ON e.entry_id = history_chain.entry_id"
+        f" ORDER BY history_chain.depth DESC"
     )
 
 

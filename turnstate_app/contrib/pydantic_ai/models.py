@@ -34,7 +34,9 @@ class ConversationQuerySet(models.QuerySet["StoredConversation"]):
 class StoredConversation(models.Model):
     """A ``ConversationRecord``: where the history ends, and what the messages cannot carry."""
 
-    conversation_id = models.CharField(_("conversation id"), max_length=CONVERSATION_ID_MAX_LENGTH, unique=True)
+    conversation_id = models.CharField(
+        _("conversation id"), max_length=CONVERSATION_ID_MAX_LENGTH, unique=True
+    )
     scope = models.CharField(
         _("scope"),
         max_length=SCOPE_MAX_LENGTH,
@@ -43,10 +45,16 @@ class StoredConversation(models.Model):
         help_text=_("Whose or where the conversation is (a user, a channel)."),
     )
     head_id = models.CharField(
-        _("head entry"), max_length=ENTRY_ID_MAX_LENGTH, null=True, blank=True, help_text=_("The newest message.")
+        _("head entry"),
+        max_length=ENTRY_ID_MAX_LENGTH,
+        null=True,
+        blank=True,
+        help_text=_("The newest message."),
     )
     revision = models.CharField(
-        _("revision"), max_length=REVISION_MAX_LENGTH, help_text=_("Changes on every save; compared for equality.")
+        _("revision"),
+        max_length=REVISION_MAX_LENGTH,
+        help_text=_("Changes on every save; compared for equality."),
     )
     usage = models.TextField(_("usage"), help_text=_("RunUsage, as JSON."))
     deferred_tool_requests = models.TextField(
@@ -55,7 +63,9 @@ class StoredConversation(models.Model):
         blank=True,
         help_text=_("The tool calls the conversation waits on, as JSON."),
     )
-    branches = models.TextField(_("branches"), default="[]", help_text=_("Tips of the histories it left, as JSON."))
+    branches = models.TextField(
+        _("branches"), default="[]", help_text=_("Tips of the histories it left, as JSON.")
+    )
     forked_from = models.CharField(
         _("forked from"), max_length=CONVERSATION_ID_MAX_LENGTH, null=True, blank=True
     )
@@ -90,7 +100,9 @@ class StoredEntry(models.Model):
         help_text=_("The conversation whose save stored it; its forks may reach it too."),
     )
     kind = models.CharField(_("kind"), max_length=KIND_MAX_LENGTH, default="message")
-    message = models.TextField(_("message"), help_text=_("A one-message list, as ModelMessagesTypeAdapter JSON."))
+    message = models.TextField(
+        _("message"), help_text=_("A one-message list, as ModelMessagesTypeAdapter JSON.")
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:

@@ -4,8 +4,9 @@ A pause's ``thread_id`` is its conversation's id (``pause_deferred`` mints them 
 ``erase_thread`` deletes the conversation, every fork of it, and every message they
 stored. A purge batch (old pauses, a deleted user's pauses) does the same for those of
 its threads that no pause is left on: a conversation another pause still points at is
-kept, or that pause could not be continued, and so is one whose fork still has pauses. Conversations that never paused are not
-the pause ledger's to purge: use the store's ``delete``.
+kept, or that pause could not be continued; so is one whose fork still has pauses.
+Conversations that never paused are not the pause ledger's to purge: use the store's
+``delete``.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ def purge_orphaned_conversations(sender: Any, thread_ids: list[str], using: str,
     alias = router.db_for_write(StoredConversation)
     # Most purged threads were never conversations: look before erasing.
     stored = set(
-        StoredConversation.objects.using(alias).filter(conversation_id__in=gone).values_list(
-            "conversation_id", flat=True
-        )
+        StoredConversation.objects.using(alias)
+        .filter(conversation_id__in=gone)
+        .values_list("conversation_id", flat=True)
     )
     doomed: list[str] = []
     for conversation_id in sorted(stored):

@@ -32,7 +32,13 @@ from pydantic_ai.conversation_store import (
 )
 
 from turnstate_app.contrib.pydantic_ai import history
-from turnstate_app.contrib.pydantic_ai.codec import RECORD_COLUMNS, entry_from, message_json, record_from, record_values
+from turnstate_app.contrib.pydantic_ai.codec import (
+    RECORD_COLUMNS,
+    entry_from,
+    message_json,
+    record_from,
+    record_values,
+)
 from turnstate_app.contrib.pydantic_ai.keys import (
     CONVERSATION_ID_MAX_LENGTH,
     ENTRY_ID_MAX_LENGTH,
@@ -97,7 +103,9 @@ class DjangoConversationStore(ConversationStore):
         )
         return None if row is None else record_from(row)
 
-    def read_records_sync(self, *, scope: str | None = None, limit: int | None = None) -> list[ConversationRecord]:
+    def read_records_sync(
+        self, *, scope: str | None = None, limit: int | None = None
+    ) -> list[ConversationRecord]:
         rows = StoredConversation.objects.using(self.alias).order_by("-updated_at", "-pk")
         if scope is not None:
             rows = rows.filter(scope=scope)
@@ -145,7 +153,9 @@ class DjangoConversationStore(ConversationStore):
             if expected_revision is None:
                 try:
                     with transaction.atomic(using=alias):
-                        StoredConversation.objects.using(alias).create(conversation_id=conversation_id, **values)
+                        StoredConversation.objects.using(alias).create(
+                            conversation_id=conversation_id, **values
+                        )
                 except IntegrityError:
                     raise ConversationConflict(conversation_id) from None
             else:
@@ -198,7 +208,9 @@ def _reached_from_elsewhere(alias: str, conversation_id: str) -> bool:
 
 
 def _checked_record(record: ConversationRecord) -> str:
-    conversation_id = check_text("conversation_id", record.conversation_id, max_length=CONVERSATION_ID_MAX_LENGTH)
+    conversation_id = check_text(
+        "conversation_id", record.conversation_id, max_length=CONVERSATION_ID_MAX_LENGTH
+    )
     assert conversation_id is not None
     check_text("scope", record.scope, max_length=SCOPE_MAX_LENGTH, optional=True)
     check_text("revision", record.revision, max_length=REVISION_MAX_LENGTH)
@@ -210,7 +222,9 @@ def _checked_record(record: ConversationRecord) -> str:
     return conversation_id
 
 
-def _entry_rows(conversation_id: str, new_entries: Sequence[ConversationEntry]) -> tuple[list[StoredEntry], set[str]]:
+def _entry_rows(
+    conversation_id: str, new_entries: Sequence[ConversationEntry]
+) -> tuple[list[StoredEntry], set[str]]:
     """Rows for the new entries, and the stored entries they continue (which must exist).
 
     An entry's parent is an earlier new entry or a stored one; a parent named later in

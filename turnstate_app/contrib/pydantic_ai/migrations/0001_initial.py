@@ -4,50 +4,134 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='StoredConversation',
+            name="StoredConversation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('conversation_id', models.CharField(max_length=255, unique=True, verbose_name='conversation id')),
-                ('scope', models.CharField(blank=True, help_text='Whose or where the conversation is (a user, a channel).', max_length=255, null=True, verbose_name='scope')),
-                ('head_id', models.CharField(blank=True, help_text='The newest message.', max_length=64, null=True, verbose_name='head entry')),
-                ('revision', models.CharField(help_text='Changes on every save; compared for equality.', max_length=64, verbose_name='revision')),
-                ('usage', models.TextField(help_text='RunUsage, as JSON.', verbose_name='usage')),
-                ('deferred_tool_requests', models.TextField(blank=True, help_text='The tool calls the conversation waits on, as JSON.', null=True, verbose_name='deferred tool requests')),
-                ('branches', models.TextField(default='[]', help_text='Tips of the histories it left, as JSON.', verbose_name='branches')),
-                ('forked_from', models.CharField(blank=True, max_length=255, null=True, verbose_name='forked from')),
-                ('forked_at', models.CharField(blank=True, max_length=64, null=True, verbose_name='forked at entry')),
-                ('format_version', models.PositiveSmallIntegerField(default=1, verbose_name='format version')),
-                ('updated_at', models.DateTimeField(verbose_name='updated at')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "conversation_id",
+                    models.CharField(max_length=255, unique=True, verbose_name="conversation id"),
+                ),
+                (
+                    "scope",
+                    models.CharField(
+                        blank=True,
+                        help_text="Whose or where the conversation is (a user, a channel).",
+                        max_length=255,
+                        null=True,
+                        verbose_name="scope",
+                    ),
+                ),
+                (
+                    "head_id",
+                    models.CharField(
+                        blank=True,
+                        help_text="The newest message.",
+                        max_length=64,
+                        null=True,
+                        verbose_name="head entry",
+                    ),
+                ),
+                (
+                    "revision",
+                    models.CharField(
+                        help_text="Changes on every save; compared for equality.",
+                        max_length=64,
+                        verbose_name="revision",
+                    ),
+                ),
+                ("usage", models.TextField(help_text="RunUsage, as JSON.", verbose_name="usage")),
+                (
+                    "deferred_tool_requests",
+                    models.TextField(
+                        blank=True,
+                        help_text="The tool calls the conversation waits on, as JSON.",
+                        null=True,
+                        verbose_name="deferred tool requests",
+                    ),
+                ),
+                (
+                    "branches",
+                    models.TextField(
+                        default="[]",
+                        help_text="Tips of the histories it left, as JSON.",
+                        verbose_name="branches",
+                    ),
+                ),
+                (
+                    "forked_from",
+                    models.CharField(blank=True, max_length=255, null=True, verbose_name="forked from"),
+                ),
+                (
+                    "forked_at",
+                    models.CharField(blank=True, max_length=64, null=True, verbose_name="forked at entry"),
+                ),
+                (
+                    "format_version",
+                    models.PositiveSmallIntegerField(default=1, verbose_name="format version"),
+                ),
+                ("updated_at", models.DateTimeField(verbose_name="updated at")),
             ],
             options={
-                'verbose_name': 'PydanticAI conversation',
-                'verbose_name_plural': 'PydanticAI conversations',
-                'indexes': [models.Index(fields=['scope', 'updated_at'], name='turnstate_pai_scope_idx'), models.Index(fields=['updated_at'], name='turnstate_pai_updated_idx'), models.Index(fields=['forked_from'], name='turnstate_pai_forked_idx'), models.Index(fields=['forked_at'], name='turnstate_pai_forked_at_idx')],
+                "verbose_name": "PydanticAI conversation",
+                "verbose_name_plural": "PydanticAI conversations",
+                "indexes": [
+                    models.Index(fields=["scope", "updated_at"], name="turnstate_pai_scope_idx"),
+                    models.Index(fields=["updated_at"], name="turnstate_pai_updated_idx"),
+                    models.Index(fields=["forked_from"], name="turnstate_pai_forked_idx"),
+                    models.Index(fields=["forked_at"], name="turnstate_pai_forked_at_idx"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='StoredEntry',
+            name="StoredEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('entry_id', models.CharField(max_length=64, unique=True, verbose_name='entry id')),
-                ('parent_id', models.CharField(blank=True, max_length=64, null=True, verbose_name='parent entry')),
-                ('conversation_id', models.CharField(help_text='The conversation whose save stored it; its forks may reach it too.', max_length=255, verbose_name='stored by')),
-                ('kind', models.CharField(default='message', max_length=32, verbose_name='kind')),
-                ('message', models.TextField(help_text='A one-message list, as ModelMessagesTypeAdapter JSON.', verbose_name='message')),
-                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created at')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("entry_id", models.CharField(max_length=64, unique=True, verbose_name="entry id")),
+                (
+                    "parent_id",
+                    models.CharField(blank=True, max_length=64, null=True, verbose_name="parent entry"),
+                ),
+                (
+                    "conversation_id",
+                    models.CharField(
+                        help_text="The conversation whose save stored it; its forks may reach it too.",
+                        max_length=255,
+                        verbose_name="stored by",
+                    ),
+                ),
+                ("kind", models.CharField(default="message", max_length=32, verbose_name="kind")),
+                (
+                    "message",
+                    models.TextField(
+                        help_text="A one-message list, as ModelMessagesTypeAdapter JSON.",
+                        verbose_name="message",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, verbose_name="created at")),
             ],
             options={
-                'verbose_name': 'PydanticAI conversation entry',
-                'verbose_name_plural': 'PydanticAI conversation entries',
-                'indexes': [models.Index(fields=['conversation_id'], name='turnstate_pai_entry_conv_idx'), models.Index(fields=['parent_id'], name='turnstate_pai_entry_parent_idx')],
+                "verbose_name": "PydanticAI conversation entry",
+                "verbose_name_plural": "PydanticAI conversation entries",
+                "indexes": [
+                    models.Index(fields=["conversation_id"], name="turnstate_pai_entry_conv_idx"),
+                    models.Index(fields=["parent_id"], name="turnstate_pai_entry_parent_idx"),
+                ],
             },
         ),
     ]
