@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,8 @@ INSTALLED_APPS = [
     *(["django_tasks"] if django.VERSION < (6, 0) else []),  # the tasks API backport on 5.2
     "django_tasks_db",
     "turnstate_app",
+    # The PydanticAI demo (make demo-pydantic-ai), where the extra `pydantic-ai` is installed.
+    *(["turnstate_app.contrib.pydantic_ai"] if find_spec("pydantic_ai") else []),
     "agents",
 ]
 

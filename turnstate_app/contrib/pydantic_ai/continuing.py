@@ -28,35 +28,42 @@ REASON_NOT_DEFERRED = "no longer deferred in the conversation"
 REASON_OTHER_CALLS = "the conversation waits on calls this group did not ask"
 
 
-def continue_agent(agent: Any, resumed: ResumedPause, *, store: ConversationStore) -> ContinueResult:
+def continue_agent(
+    agent: Any, resumed: ResumedPause, *, store: ConversationStore, **run_options: Any
+) -> ContinueResult:
     """Continue ``agent``'s run for ``resumed``'s group once; ``ran=False`` (with a reason) otherwise.
 
     ``output`` is the continued run's output: its answer, or the ``DeferredToolRequests``
-    the new pauses (``minted``) stand for.
+    the new pauses (``minted``) stand for. ``run_options`` go to ``agent.run`` as given
+    (``deps``, ``model_settings``, ``usage_limits``...).
     """
 
     def run(continuation: Continuation) -> Any:
-        return async_to_sync(_continue)(agent, continuation, store)
+        return async_to_sync(_continue)(agent, continuation, store, run_options)
 
     return continue_once(resumed, run)
 
 
-async def acontinue_agent(agent: Any, resumed: ResumedPause, *, store: ConversationStore) -> ContinueResult:
+async def acontinue_agent(
+    agent: Any, resumed: ResumedPause, *, store: ConversationStore, **run_options: Any
+) -> ContinueResult:
     """:func:`continue_agent` for async code."""
 
     async def run(continuation: Continuation) -> Any:
-        return await _continue(agent, continuation, store)
+        return await _continue(agent, continuation, store, run_options)
 
     return await acontinue_once(resumed, run)
 
 
-async def _continue(agent: Any, continuation: Continuation, store: ConversationStore) -> Any:
+async def _continue(
+    agent: Any, continuation: Continuation, store: ConversationStore, run_options: dict[str, Any]
+) -> Any:
     conversation_id = continuation.resumed.claims.thread_id
     conversation = await store.load(conversation_id)
     if conversation is None:
         raise ContinuationRefused(REASON_CONVERSATION_GONE)
     results = deferred_results(conversation, continuation.members)
-    result = await agent.run(conversation=conversation, deferred_tool_results=results)
+    result = await agent.run(conversation=conversation, deferred_tool_results=results, **run_options)
     await store.save(result)
     if isinstance(result.output, DeferredToolRequests):
         record = await store.read_record(conversation_id)
