@@ -5,13 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.exceptions import PermissionDenied
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from tests.api_support import client_for
 from tests.pause_helpers import mint, mint_fields
-from turnstate_app.errors import AnswerValidationError, CheckpointFieldError
+from tests.test_pauses import data_statements
+from turnstate_app.errors import AnswerValidationError, CheckpointFieldError, PauseAlreadyAnsweredError
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus
 from turnstate_app.pauses import mint_pause, resume_pause
 
 pytestmark = pytest.mark.django_db
+RESUME = "/api/turnstate/pauses/resume/"
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -43,3 +49,55 @@ def test_a_bad_schema_is_refused_at_mint_and_nothing_is_written() -> None:
         mint_pause(**mint_fields(answer_schema={"type": "no-such-type"}))
     assert not Pause.objects.exists()
     assert not CheckpointMetadata.objects.exists()
+
+
+def test_rest_answers_400_with_every_error_on_answer_and_the_pause_stays_pending(
+    users: dict[str, Any],
+) -> None:
+    minted = mint(owner=users["owner"], answer_schema=SCHEMA)
+    client = client_for(users["owner"])
+    response = client.post(RESUME, {"token": minted.token, "answer": {"date": 3}}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "answer": ["$: 'seats' is a required property", "$.date: 3 is not of type 'string'"]
+    }
+    assert Pause.objects.get(jti=minted.claims.jti).status == PauseStatus.PENDING
+    fixed = client.post(RESUME, {"token": minted.token, "answer": {"date": "x", "seats": 1}}, format="json")
+    assert fixed.status_code == 200 and fixed.json()["status"] == "answered"
+
+
+def test_the_schema_is_checked_with_its_own_draft() -> None:
+    """Draft 4's ``exclusiveMaximum`` is a flag beside ``maximum``; 2020-12's is the bound itself."""
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 5, "exclusiveMaximum": True}
+    with pytest.raises(AnswerValidationError, match=r"\$: 5 is greater than or equal to the maximum of 5"):
+        resume_pause(mint(answer_schema=draft4).token, 5)
+    with pytest.raises(CheckpointFieldError, match="answer_schema"):  # not a number: invalid in 2020-12
+        mint(answer_schema={"exclusiveMaximum": True})
+    assert resume_pause(mint(answer_schema={"exclusiveMaximum": 6}).token, 5).answer == 5
+
+
+def test_the_answer_is_judged_after_the_person_and_the_pause(users: dict[str, Any]) -> None:
+    """Someone else's wrong answer is refused for who they are, an answered pause for being answered."""
+    minted = mint(owner=users["owner"], answer_schema={"type": "integer"})
+    with pytest.raises(PermissionDenied):
+        resume_pause(minted.token, "not an integer", user=users["other"])
+    resume_pause(minted.token, 1, user=users["owner"])
+    with pytest.raises(PauseAlreadyAnsweredError):
+        resume_pause(minted.token, "not an integer", user=users["owner"])
+
+
+def test_a_schema_costs_no_statement_at_resume() -> None:
+    """The schema comes with the ledger row the resume reads anyway: still 4 statements."""
+    minted = mint(answer_schema=SCHEMA)
+    with CaptureQueriesContext(connection) as refused, pytest.raises(AnswerValidationError):
+        resume_pause(minted.token, {})
+    assert len(data_statements(refused)) == 2, data_statements(refused)  # ledger read, turn-state read
+    with CaptureQueriesContext(connection) as resuming:
+        resume_pause(minted.token, {"date": "2026-12-24", "seats": 1})
+    assert len(data_statements(resuming)) == 4, data_statements(resuming)
+
+
+def test_a_schema_must_be_an_object() -> None:
+    with pytest.raises(CheckpointFieldError, match="must be a JSON Schema object"):
+        mint(answer_schema=["type", "string"])  # type: ignore[arg-type]
+    assert not Pause.objects.exists()

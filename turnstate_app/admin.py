@@ -7,6 +7,7 @@ number of queries whatever the page holds.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app import admin_display
 from turnstate_app.admin_display import VALUE_PREVIEW_CHARS, pretty
-from turnstate_app.managers import CLAIM_FIELDS, EFFECTIVE_STATUS
+from turnstate_app.managers import CLAIM_FIELDS, EFFECTIVE_STATUS, GROUP_STATE, GROUP_STATES
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, RowKind, UnresumablePause
 
 __all__ = ["VALUE_PREVIEW_CHARS"]
@@ -92,6 +93,46 @@ class EffectiveStatusFilter(admin.SimpleListFilter):
         if value not in PauseStatus.values:
             return queryset
         return queryset.in_effective_status(str(value), timezone.now())  # type: ignore[attr-defined, no-any-return]
+
+
+class GroupStateFilter(admin.SimpleListFilter):
+    """By where the pause's group stands; "failed" lists the groups that will never continue by themselves."""
+
+    title = _("group state")
+    parameter_name = "group_state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [(state, _(state)) for state in GROUP_STATES]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value not in GROUP_STATES:
+            return queryset
+        return queryset.in_group_state(str(value), timezone.now())  # type: ignore[attr-defined, no-any-return]
+
+
+class ContinuationFilter(admin.SimpleListFilter):
+    """By how the run's continuation went: "stalled" is what ``turnstate_redeliver --stalled`` lists."""
+
+    title = _("continuation")
+    parameter_name = "continuation"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("stalled", _("stalled (claimed, never returned)")),
+            ("continued", _("continued")),
+            ("failed", _("refused")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == "stalled":
+            return queryset.stalled(timezone.now())  # type: ignore[attr-defined, no-any-return]
+        if value == "continued":
+            return queryset.filter(continued_at__isnull=False)
+        if value == "failed":
+            return queryset.filter(continuation_failure__isnull=False)
+        return queryset
 
 
 # The largest row offset every database accepts (PostgreSQL's and MariaDB's limits are signed).
@@ -240,14 +281,15 @@ class PauseAdmin(ReadOnlyAdmin):
         "answered_at",
         "expires_at",
     )
-    list_filter = (EffectiveStatusFilter, "resumable", AgeFilter)
+    list_filter = (EffectiveStatusFilter, "resumable", ContinuationFilter, GroupStateFilter, AgeFilter)
     list_select_related = ("owner",)
     search_fields = ("=jti", "=thread_id", "=session_id", "=run_id", "request_key")
     ordering = ("-pk",)  # newest first, by the primary key's index
-    readonly_fields = ("effective_status", "question", "answer", "store_rows")
+    readonly_fields = ("effective_status", "question", "answer", "store_rows", "group_state", "pretty_schema")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Pause]:
-        return super().get_queryset(request).with_effective_status(timezone.now())  # type: ignore[attr-defined, no-any-return]
+        now = timezone.now()
+        return super().get_queryset(request).with_effective_status(now).with_group_state(now)  # type: ignore[attr-defined, no-any-return]
 
     @admin.display(description=_("status"), ordering="status")
     def effective_status(self, pause: Pause) -> str:
@@ -267,7 +309,22 @@ class PauseAdmin(ReadOnlyAdmin):
             },
         ),
         (_("times"), {"fields": ("created_at", "answered_at", "expires_at", "handed_off_at")}),
+        (
+            _("continuation"),
+            {"fields": ("group", "group_state", "continued_at", "continuation_failure", "pretty_schema")},
+        ),
     )
+
+    @admin.display(description=_("group state"))
+    def group_state(self, pause: Pause) -> str:
+        state = getattr(pause, GROUP_STATE, None)
+        return "—" if state is None else str(_(state))
+
+    @admin.display(description=_("answer schema"))
+    def pretty_schema(self, pause: Pause) -> str:
+        if pause.answer_schema is None:
+            return str(_("— (any JSON answer)"))
+        return format_html("<pre>{}</pre>", json.dumps(pause.answer_schema, indent=2, ensure_ascii=False))
 
     @admin.display(description=_("question (request)"))
     def question(self, pause: Pause) -> str:

@@ -44,6 +44,7 @@ def check_settings(**_: Any) -> list[CheckMessage]:
     messages += _check_sizes(raw)
     messages += _check_handler(raw)
     messages += _check_handoff_timeout(raw)
+    messages += _check_stalled_after(raw)
     return messages
 
 
@@ -170,6 +171,23 @@ def _check_handoff_timeout(raw: dict[str, Any]) -> list[CheckMessage]:
             hint="Set HANDOFF_TIMEOUT to how long an answer may wait for RESUME_HANDLER "
             f"(default {DEFAULTS['HANDOFF_TIMEOUT']}; 0: never wait, the handler runs in the background).",
             id="turnstate.E010",
+        )
+    ]
+
+
+def _check_stalled_after(raw: dict[str, Any]) -> list[CheckMessage]:
+    if "STALLED_AFTER" not in raw:
+        return []
+    value = raw["STALLED_AFTER"]
+    if not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value > 0:
+        return []
+    return [
+        Error(
+            f"TURNSTATE['STALLED_AFTER'] must be a positive number of seconds, not {value!r}.",
+            hint="Set STALLED_AFTER above the longest continuation a run takes (default "
+            f"{DEFAULTS['STALLED_AFTER']}): a claimed continuation older than that is listed as stalled, "
+            "and a thread's turn held that long is taken over.",
+            id="turnstate.E014",
         )
     ]
 

@@ -8,19 +8,20 @@ never the reverse: the models are looked up through the app registry when a quer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Case, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Concat
 from django.utils import timezone
 
 from turnstate_app.choices import PauseStatus, RowKind
+from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
-from turnstate_app.keys import TURN_STATE_KEY_PREFIX
-from turnstate_app.retention import DEFAULT_BATCH_SIZE, Progress, PurgeResult, purge_pauses
+from turnstate_app.keys import CONTINUATION_KEY_PREFIX, TURN_STATE_KEY_PREFIX
+from turnstate_app.retention import DEFAULT_BATCH_SIZE, Progress, PurgeResult, purge_pauses, write_db
 
 if TYPE_CHECKING:  # the QuerySets' type arguments; models import this module at run time
     from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause  # noqa: F401
@@ -43,6 +44,64 @@ UNRESUMABLE_NO_TURN_STATE = (
 
 def _model(name: str) -> Any:
     return apps.get_model("turnstate_app", name)
+
+
+GROUP_STATE = "group_state"
+"""The annotation :meth:`PauseQuerySet.with_group_state` adds."""
+
+GROUP_STATES = ("pending", "complete", "continued", "stalled", "failed")
+"""Where a pause group stands. ``failed``: a member expired unanswered, or the continuation
+refused; ``continued``: the run continued and returned; ``stalled``: the continuation was
+claimed more than ``STALLED_AFTER`` ago and neither returned nor refused; ``pending``: a
+member still awaits its answer; ``complete``: every member is answered, not continued yet."""
+
+
+def stalled_q(now: datetime, after: float | None = None) -> Q:
+    """Pauses whose continuation was claimed before ``now - after`` and neither returned nor refused.
+
+    ``after`` defaults to ``STALLED_AFTER``. The claim row (``continuation:<jti>``) is probed by
+    the store's unique index; only answered pauses are asked (the status index).
+    """
+    cutoff = now - timedelta(seconds=conf.STALLED_AFTER if after is None else after)
+    claims = _model("CheckpointMetadata").objects.filter(
+        thread_id=OuterRef("thread_id"),
+        checkpoint_id=OuterRef("checkpoint_id"),
+        key=Concat(Value(CONTINUATION_KEY_PREFIX), OuterRef("jti")),
+        created_at__lte=cutoff,
+    )
+    unsettled = Q(status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=True)
+    return unsettled & Q(Exists(claims))
+
+
+def group_ladder(now: datetime) -> list[tuple[str, Q]]:
+    """The group states but ``complete``, in the order that decides ties, each as a condition
+    on the group's members (asked through the group index): the first that holds is the state,
+    and a group none of them holds for is ``complete``."""
+
+    def members(condition: Q) -> Q:
+        return Q(Exists(_model("Pause").objects.filter(condition, group=OuterRef("group"))))
+
+    return [
+        ("continued", members(Q(continued_at__isnull=False))),
+        (
+            "failed",
+            members(Q(continuation_failure__isnull=False) | effective_status_q(PauseStatus.EXPIRED, now)),
+        ),
+        ("stalled", members(stalled_q(now))),
+        ("pending", members(effective_status_q(PauseStatus.PENDING, now))),
+    ]
+
+
+def group_state_q(state: str, now: datetime) -> Q:
+    """Grouped pauses whose group is in ``state`` at ``now``."""
+    if state not in GROUP_STATES:
+        raise ValueError(f"unknown group state {state!r}")
+    condition = Q(group__isnull=False)
+    for name, clause in group_ladder(now):
+        if name == state:
+            return condition & clause
+        condition &= ~clause
+    return condition  # complete: none of the above
 
 
 class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
@@ -93,6 +152,22 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
                 )
             )
         )
+
+
+def unfinished_group_q() -> Q:
+    """Members of a group that is not done: a member still pending, or the run not continued.
+
+    Retention keeps such a group whole: its continuation needs every member's answer and the
+    claim on its lead's rows. A group that failed stays too, until an operator erases it
+    (``--include-pending`` or ``--thread``).
+    """
+
+    def members(condition: Q) -> Exists:
+        return Exists(_model("Pause").objects.filter(condition, group=OuterRef("group")))
+
+    return Q(group__isnull=False) & (
+        Q(members(Q(status=PauseStatus.PENDING))) | ~Q(members(Q(continued_at__isnull=False)))
+    )
 
 
 def _past_age(now: datetime) -> Q:
@@ -160,6 +235,37 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         """Answered or expired: no token of theirs can be consumed any more."""
         return self.filter(status__in=[PauseStatus.ANSWERED, PauseStatus.EXPIRED])
 
+    def stalled(self, now: datetime, *, after: float | None = None) -> PauseQuerySet:
+        """Continuations claimed more than ``STALLED_AFTER`` (``after``) seconds before ``now`` that
+        neither returned nor refused: a crash after the claim, or a run still going. For operators:
+        ``turnstate_redeliver --stalled``, the admin's "continuation" filter."""
+        return self.filter(stalled_q(now, after))
+
+    def release_stalled(self, now: datetime, *, after: float | None = None) -> list[str]:
+        """Delete the continuation claims of these pauses that are stalled at ``now``; their jtis.
+
+        Each pause is locked and judged again before its claim goes, so a continuation that
+        returned meanwhile keeps its claim. ``handed_off_at`` is cleared, so ``turnstate_redeliver``
+        hands the pause to ``RESUME_HANDLER`` again, whose continuation can then claim it anew.
+        Only when an operator asks: a run that is merely slow would run a second time.
+        """
+        using = write_db(self)
+        ledger = self.model._default_manager.using(using)
+        released: list[str] = []
+        for pk in self.using(using).stalled(now, after=after).values_list("pk", flat=True):
+            with transaction.atomic(using=using):
+                pause = ledger.select_for_update().filter(stalled_q(now, after), pk=pk).first()
+                if pause is None:
+                    continue
+                _model("CheckpointMetadata").objects.using(using).filter(
+                    thread_id=pause.thread_id,
+                    checkpoint_id=pause.checkpoint_id,
+                    key=CONTINUATION_KEY_PREFIX + pause.jti,
+                ).delete()
+                ledger.filter(pk=pk).update(handed_off_at=None)
+                released.append(pause.jti)
+        return released
+
     def awaiting_handoff(self) -> PauseQuerySet:
         """Answered pauses whose hand-off to RESUME_HANDLER never succeeded."""
         return self.filter(status=PauseStatus.ANSWERED, handed_off_at__isnull=True)
@@ -181,6 +287,33 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         """The members of ``group``, found by the group index."""
         return self.filter(group=group)
 
+    def in_group_state(self, state: str, now: datetime) -> PauseQuerySet:
+        """Grouped pauses whose group is in ``state`` (one of :data:`GROUP_STATES`) at ``now``."""
+        return self.filter(group_state_q(state, now))
+
+    def in_failed_group(self, now: datetime) -> PauseQuerySet:
+        """Members of groups that will never continue by themselves: listed for operators."""
+        return self.in_group_state("failed", now)
+
+    def with_group_state(self, now: datetime) -> PauseQuerySet:
+        """Annotate ``group_state`` (None for a pause without a group); subqueries, no extra query."""
+        whens = [When(clause, then=Value(name)) for name, clause in group_ladder(now)]
+        return self.annotate(
+            **{
+                GROUP_STATE: Case(
+                    When(group__isnull=True, then=Value(None)),
+                    *whens,
+                    default=Value("complete"),
+                    output_field=models.CharField(),
+                )
+            }
+        )
+
+    def group_state(self, group: str, now: datetime) -> str | None:
+        """The state of ``group`` at ``now``; None when it has no members (here). One query."""
+        row = self.in_group(group).with_group_state(now).values_list(GROUP_STATE, flat=True).first()
+        return None if row is None else str(row)
+
     # -- retention -----------------------------------------------------------------
 
     def last_event_before(self, cutoff: datetime) -> PauseQuerySet:
@@ -190,7 +323,7 @@ class PauseQuerySet(models.QuerySet["Pause"]):
     def purgeable(self, cutoff: datetime, *, include_pending: bool = False) -> PauseQuerySet:
         """What retention removes: settled pauses (any, with ``include_pending``) quiet since ``cutoff``."""
         old = self.last_event_before(cutoff)
-        return old if include_pending else old.settled()
+        return old if include_pending else old.settled().exclude(unfinished_group_q())
 
     def purge(
         self,

@@ -21,6 +21,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from turnstate_app.errors import (
+    AnswerValidationError,
     CheckpointFieldError,
     PauseAlreadyAnsweredError,
     PauseCheckpointNotFoundError,
@@ -77,6 +78,8 @@ def turnstate_exception_handler(exc: Exception, context: dict[str, Any]) -> Resp
     """Map ``exc`` to a JSON response; an unexpected error is logged and becomes a JSON 500."""
     if isinstance(exc, CheckpointFieldError):
         exc = ValidationError({exc.field: [exc.problem]})
+    elif isinstance(exc, AnswerValidationError):  # the pause stays pending: the person answers again
+        exc = ValidationError({"answer": exc.messages})
     response = _known(exc, context)
     if response is None:
         response = _unexpected(exc, context)

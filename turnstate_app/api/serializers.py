@@ -12,7 +12,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from turnstate_app.managers import CLAIM_FIELDS
+from turnstate_app.managers import CLAIM_FIELDS, GROUP_STATES
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, UnresumablePause
 from turnstate_app.pause_rows import parsed
 from turnstate_app.pauses import ResumedPause
@@ -44,10 +44,22 @@ class RequestField(serializers.Field):  # type: ignore[type-arg]
         return parsed(value)
 
 
+@extend_schema_field(
+    {"type": "string", "enum": list(GROUP_STATES), "nullable": True, "readOnly": True},
+    component_name="TurnstateGroupState",
+)
+class GroupStateField(serializers.ReadOnlyField):
+    """Where the pause's group stands: the ``group_state`` annotation
+    (``PauseQuerySet.with_group_state``); null without a group."""
+
+
 @extend_schema_serializer(component_name="TurnstatePause")
 class PauseSerializer(serializers.ModelSerializer[Pause]):
     status = EffectiveStatusField(help_text="pending, answered or expired (a pending pause past its age).")
     request = RequestField()
+    group_state = GroupStateField(
+        help_text="pending, complete, continued, stalled or failed; null for a pause without a group."
+    )
 
     class Meta:
         model = Pause
@@ -62,6 +74,8 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
             "answered_at",
             "expires_at",
             "handed_off_at",
+            "group",
+            "group_state",
         )
         read_only_fields = fields
 

@@ -75,7 +75,10 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
     http_method_names = ["get", "head", "post"]
 
     def get_queryset(self) -> QuerySet[Pause]:
-        return with_request(Pause.objects.for_user(self.request.user).with_effective_status(timezone.now()))
+        now = timezone.now()
+        return with_request(
+            Pause.objects.for_user(self.request.user).with_effective_status(now).with_group_state(now)
+        )
 
     @schema.operation(
         operation_id="turnstate_pauses_list",

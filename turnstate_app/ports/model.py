@@ -116,7 +116,7 @@ class ModelCheckpointCommandPort:
         alias = router.db_for_write(_model())
         require_row_ids(thread_id, checkpoint_id, key, vendor=connections[alias].vendor)
         rows = _model().objects.using(alias).filter(thread_id=thread_id, checkpoint_id=checkpoint_id, key=key)
-        deleted, _ = rows.filter(value=value).delete()
+        deleted: int = rows.filter(value=value).delete()[0]
         return deleted > 0
 
     # -- internals --------------------------------------------------------------

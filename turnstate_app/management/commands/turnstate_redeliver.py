@@ -1,4 +1,5 @@
-"""Hand answered pauses whose hand-off never succeeded to RESUME_HANDLER again."""
+"""Hand answered pauses whose hand-off never succeeded to RESUME_HANDLER again; list (and, when
+asked, release) continuations that were claimed and never returned."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from turnstate_app.conf import conf
+from turnstate_app.models import Pause
 from turnstate_app.pauses import Redelivery, redeliver
 
 
@@ -34,8 +37,25 @@ class Command(BaseCommand):
             metavar="SECONDS",
             help="Only pauses answered at least this long ago (default 60: leave in-flight hand-offs alone).",
         )
+        parser.add_argument(
+            "--stalled",
+            action="store_true",
+            help="Instead: list the continuations claimed more than STALLED_AFTER seconds ago that "
+            "neither returned nor refused (a crash after the claim, or a run still going).",
+        )
+        parser.add_argument(
+            "--release",
+            action="store_true",
+            help="With --stalled: delete their claims (and clear handed_off_at), so the next "
+            "redelivery continues them again. Only when their runs are known to be dead.",
+        )
 
-    def handle(self, *args: Any, older_than: int, **options: Any) -> None:
+    def handle(self, *args: Any, older_than: int, stalled: bool, release: bool, **options: Any) -> None:
+        if release and not stalled:
+            raise CommandError("--release releases stalled continuations: give it with --stalled")
+        if stalled:
+            self.stalled(release=release)
+            return
         if conf.RESUME_HANDLER is None:
             raise CommandError("TURNSTATE['RESUME_HANDLER'] is not set: there is nothing to hand to")
         result = redeliver(older_than=timedelta(seconds=older_than))
@@ -47,6 +67,26 @@ class Command(BaseCommand):
                 f"{result.not_handed_over} pause(s) not handed over; they stay in awaiting_handoff(). "
                 "See the lines above and the log."
             )
+
+    def stalled(self, *, release: bool) -> None:
+        now = timezone.now()
+        listed = list(
+            Pause.objects.stalled(now)
+            .order_by("answered_at", "pk")
+            .values_list("jti", "thread_id", "answered_at")
+        )
+        for jti, thread_id, answered_at in listed:
+            self.stdout.write(f"stalled: pause {jti} (thread {thread_id}, answered {answered_at})")
+        if not release:
+            self.stdout.write(
+                f"{len(listed)} stalled continuation(s) (claimed more than {conf.STALLED_AFTER:g}s ago); "
+                "--release frees their claims"
+            )
+            return
+        released = Pause.objects.filter(jti__in=[jti for jti, *_ in listed]).release_stalled(now)
+        self.stdout.write(
+            f"released {len(released)} stalled continuation(s); turnstate_redeliver hands them over again"
+        )
 
 
 def summary(result: Redelivery) -> str:
