@@ -12,10 +12,11 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
+.PHONY: dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo demo-pydantic-ai bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
+	@echo "make demo-pydantic-ai  a PydanticAI run's question and approval, answered over HTTP, continued once"
 	@echo "make test          the suite on SQLite, then on PostgreSQL"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
@@ -97,6 +98,9 @@ lint: install
 
 demo: install
 	$(VENV)/bin/python example_project/demo.py --database-url "$(DATABASE_URL)"
+
+demo-pydantic-ai: install
+	$(VENV)/bin/python example_project/demo_pydantic_ai.py --database-url "$(DATABASE_URL)"
 
 # Each PostgreSQL benchmark uses a database of its own on $(PG_URL)'s server (created when missing).
 BENCH_PG ?= $(dir $(PG_URL))

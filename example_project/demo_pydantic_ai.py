@@ -50,10 +50,16 @@ class PydanticAIDemo(Demo):
             set(pauses) == {"ask_traveller", "book_flight"} and all(p["resumable"] for p in pauses.values()),
             trip,
         )
-        say(f"2. The agent ran once (FunctionModel) and stopped for two deferred tool calls of {trip['run_id']}:")
+        say(
+            "2. The agent ran once (FunctionModel) and stopped for two deferred tool calls"
+            f" of {trip['run_id']}:"
+        )
         say("   ask_traveller  a question for alice      resumable=True")
         say("   book_flight    an approval, for staff    resumable=True")
-        say(f"   Its conversation {trip['conversation_id']} is saved in the database; the two pauses are one group.")
+        say(
+            f"   Its conversation {trip['conversation_id']} is saved in the database;"
+            " the two pauses are one group."
+        )
 
         question, approval = pauses["ask_traveller"], pauses["book_flight"]
         status, body = self.http("POST", RESUME, alice, {"token": question["token"], "answer": "Monday"})
@@ -62,19 +68,29 @@ class PydanticAIDemo(Demo):
         time.sleep(1.0)  # the worker gets this answer too: the group is incomplete, so nothing runs
         run = self.transcript(trip["run_id"], alice, "wait for the group")
         expect("wait for the group", run["status"] == "paused", run)
-        say("4. The worker left the run paused: the approval is still missing.")
+        say("4. The run stays paused: a continuation needs the whole group, and the approval is missing.")
 
-        status, body = self.http("POST", RESUME, admin, {"token": approval["token"], "answer": {"approved": "yes"}})
+        status, body = self.http(
+            "POST", RESUME, admin, {"token": approval["token"], "answer": {"approved": "yes"}}
+        )
         expect("refuse a malformed approval", status == 400 and "answer" in body, status, body)
-        say(f"5. A malformed approval is refused before the token is spent: {status}; the pause stays pending.")
+        say(
+            f"5. A malformed approval is refused before the token is spent: {status};"
+            " the pause stays pending."
+        )
 
-        status, body = self.http("POST", RESUME, admin, {"token": approval["token"], "answer": {"approved": True}})
+        status, body = self.http(
+            "POST", RESUME, admin, {"token": approval["token"], "answer": {"approved": True}}
+        )
         expect("approve the booking", status == 200 and body.get("status") == "answered", status, body)
         say(f"6. A staff user approved the booking over HTTP: {status} {json.dumps(body)}")
 
         after = self.wait_for_continuation(trip["run_id"], alice)
         expect("continue the run", after["continued_by_pid"] == worker.pid, after)
-        say(f"7. The worker (pid {after['continued_by_pid']}) loaded the latest conversation and continued it once:")
+        say(
+            f"7. The worker (pid {after['continued_by_pid']}) loaded the latest conversation"
+            " and continued it once:"
+        )
         for message in after["transcript"][-3:]:
             say(f"   + {describe(message)}")
 
@@ -84,11 +100,14 @@ class PydanticAIDemo(Demo):
             again["ran"] is False and again["reason"] == "already continued" and again["bookings"] == 1,
             again,
         )
-        say(f"8. The approval delivered again: ran={again['ran']} ({again['reason']}); bookings made: {again['bookings']}.")
+        say(
+            f"8. The approval delivered again: ran={again['ran']} ({again['reason']});"
+            f" bookings made: {again['bookings']}."
+        )
 
         say()
         say(f"Done in {time.monotonic() - started:.1f} s. The conversation is in the admin under")
-        say("   PydanticAI conversations (user: admin, password: " f"{people['admin_password']}).")
+        say(f"   PydanticAI conversations (user: admin, password: {people['admin_password']}).")
 
 
 def describe(message: dict[str, Any]) -> str:

@@ -87,7 +87,9 @@ def start_trip(owner: Any) -> tuple[str, list[MintedPause]]:
     result = agent.run_sync(PROMPT, deps=run_id, conversation=Conversation(conversation_id=conversation_id))
     async_to_sync(store.save)(result)
     pauses = pause_deferred(result, store=store, run_id=run_id, session_id="demo", owner=owner, agent=agent)
-    AgentRun.objects.create(run_id=run_id, thread_id=conversation_id, transcript=transcript(result.conversation))
+    AgentRun.objects.create(
+        run_id=run_id, thread_id=conversation_id, transcript=transcript(result.conversation)
+    )
     return run_id, pauses
 
 
@@ -101,7 +103,12 @@ def transcript(conversation: Conversation) -> list[dict[str, Any]]:
             elif isinstance(part, TextPart):
                 shown.append({"role": "assistant", "content": part.content})
             elif isinstance(part, ToolCallPart):
-                shown.append({"role": "assistant", "tool_calls": [{"name": part.tool_name, "arguments": part.args_as_dict()}]})
+                shown.append(
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"name": part.tool_name, "arguments": part.args_as_dict()}],
+                    }
+                )
             elif isinstance(part, ToolReturnPart):
                 shown.append({"role": "tool", "content": str(part.content)})
     return shown
