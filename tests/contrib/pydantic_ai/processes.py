@@ -64,3 +64,35 @@ def answer_then_continue(
             outcomes.append((False, f"{type(exc).__name__}: {exc}"))
         barrier.wait(timeout=60)
     return outcomes
+
+
+def delete_or_fork(
+    settings_dict: dict[str, Any], conversation_ids: list[str], role: str, barrier: Any
+) -> list[str]:
+    """Per round, at the same moment as the other racer: delete the conversation, or fork it.
+
+    Returns "deleted", "forked", "refused" (the fork found it gone) or the error text.
+    """
+    boot_django(settings_dict)
+    from pydantic_ai.exceptions import UserError
+
+    from tests.contrib.pydantic_ai.conversations import sync
+    from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
+
+    store = DjangoConversationStore()
+    outcomes: list[str] = []
+    for conversation_id in conversation_ids:
+        barrier.wait(timeout=60)
+        try:
+            if role == "delete":
+                sync(store.delete, conversation_id)
+                outcomes.append("deleted")
+            else:
+                sync(store.fork, conversation_id, new_conversation_id=f"{conversation_id}-fork")
+                outcomes.append("forked")
+        except UserError:  # ConversationConflict is one; so is "not in the store"
+            outcomes.append("refused")
+        except Exception as exc:
+            outcomes.append(f"{type(exc).__name__}: {exc}")
+        barrier.wait(timeout=60)
+    return outcomes

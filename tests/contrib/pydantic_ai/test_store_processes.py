@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from tests.contrib.pydantic_ai.conversations import conversation, sync, texts
-from tests.contrib.pydantic_ai.processes import save_in_rounds
+from tests.contrib.pydantic_ai.processes import delete_or_fork, save_in_rounds
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
 
@@ -54,3 +54,32 @@ def test_two_processes_creating_the_same_conversation_one_lands_one_conflicts(ra
     assert race(racers, ids) == [["conflict", "saved"]] * ROUNDS
     assert StoredConversation.objects.filter(conversation_id__in=ids).count() == ROUNDS
     assert StoredEntry.objects.filter(conversation_id__in=ids).count() == 2 * ROUNDS
+
+
+def test_a_fork_racing_a_delete_never_points_at_deleted_messages(racers: Any) -> None:
+    pool, manager = racers
+    store = DjangoConversationStore()
+    ids = [f"doomed-{n}" for n in range(ROUNDS * 2)]
+    for conversation_id in ids:
+        sync(store.save, conversation(conversation_id, "one", "two"))
+    barrier = manager.Barrier(2)
+    settings = dict(connection.settings_dict)
+    deleter = pool.submit(delete_or_fork, settings, ids, "delete", barrier)
+    forker = pool.submit(delete_or_fork, settings, ids, "fork", barrier)
+    deleted, forked = deleter.result(timeout=120), forker.result(timeout=120)
+
+    assert deleted == ["deleted"] * len(ids)
+    assert set(forked) <= {"forked", "refused"}, forked
+    for conversation_id, outcome in zip(ids, forked, strict=True):
+        fork = sync(store.load, f"{conversation_id}-fork")  # a LookupError here: a fork into deleted entries
+        if outcome == "forked":
+            assert fork is not None and texts(fork.messages) == ["q-one", "a-one", "q-two", "a-two"]
+        else:
+            assert fork is None and rows_of(conversation_id) == 0
+
+
+def rows_of(conversation_id: str) -> int:
+    return (
+        StoredConversation.objects.filter(conversation_id=conversation_id).count()
+        + StoredEntry.objects.filter(conversation_id=conversation_id).count()
+    )
