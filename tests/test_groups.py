@@ -16,6 +16,7 @@ from tests.pause_helpers import mint, mint_fields
 from turnstate_app.models import Pause
 from turnstate_app.pauses import (
     Continuation,
+    ContinuationRefused,
     ContinueResult,
     MintedPause,
     continue_once,
@@ -129,3 +130,29 @@ def test_group_ids_compare_exactly_on_every_database() -> None:
     mint_group("Trip", 1, thread="thread-x")
     mint_group("trip", 1, thread="thread-y")  # another group, so another thread is fine
     assert Pause.objects.in_group("trip").get().thread_id == "thread-y"
+
+
+@pytest.mark.django_db
+def test_a_group_whose_continuation_crashed_is_stalled_and_one_that_refused_failed(
+    turnstate_settings: Any,
+) -> None:
+    turnstate_settings["STALLED_AFTER"] = 60
+    crashed, refused = (mint_group(name, 1, thread=f"thread-{name}")[0] for name in ("crashed", "refused"))
+
+    def crash(continuation: Continuation) -> None:
+        raise RuntimeError("the worker died")
+
+    def refuse(continuation: Continuation) -> None:
+        raise ContinuationRefused("the interrupt moved on")
+
+    with pytest.raises(RuntimeError):
+        continue_once(resume_pause(crashed.token, "A"), crash)
+    continue_once(resume_pause(refused.token, "A"), refuse)
+    now, later = timezone.now(), timezone.now() + timedelta(seconds=61)
+    assert Pause.objects.group_state("crashed", now) == "complete"  # claimed, maybe still running
+    assert Pause.objects.group_state("crashed", later) == "stalled"
+    assert Pause.objects.group_state("refused", now) == "failed"
+    assert [p.group for p in Pause.objects.in_group_state("stalled", later)] == ["crashed"]
+    assert [p.group for p in Pause.objects.in_failed_group(later)] == ["refused"]
+    with pytest.raises(ValueError, match="unknown group state"):
+        Pause.objects.in_group_state("lost", now)

@@ -79,7 +79,8 @@ class Migration(migrations.Migration):
                 verbose_name="group",
             ),
         ),
-        migrations.RunPython(exact_groups, folded_groups, elidable=False),
+        # MySQL cannot roll DDL back, and Django refuses DDL inside a transaction there.
+        migrations.RunPython(exact_groups, folded_groups, atomic=False, elidable=False),
         migrations.AddIndex(
             model_name="pause",
             index=models.Index(fields=["group", "created_at"], name="turnstate_pause_group_idx"),

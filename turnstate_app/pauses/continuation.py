@@ -39,6 +39,7 @@ from turnstate_app.ports import get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
 REASON_GONE = "pause not in the ledger"
+REASON_NOT_ANSWERED = "pause not answered"
 REASON_GROUP_INCOMPLETE = "group incomplete"
 REASON_GROUP_EXPIRED = "group failed: a member expired unanswered"
 REASON_ALREADY_CONTINUED = "already continued"
@@ -169,9 +170,11 @@ def claim(resumed: ResumedPause, store: TurnCheckpointStore | None) -> Claimed |
     members = members_of(pause, now)
     statuses = {effective_status(member) for member in members}
     if PauseStatus.PENDING in statuses:
-        return ContinueResult(ran=False, reason=REASON_GROUP_INCOMPLETE)
-    if PauseStatus.EXPIRED in statuses:
-        return ContinueResult(ran=False, reason=REASON_GROUP_EXPIRED)
+        return ContinueResult(
+            ran=False, reason=REASON_NOT_ANSWERED if pause.group is None else REASON_GROUP_INCOMPLETE
+        )
+    if PauseStatus.EXPIRED in statuses:  # a lone pause that expired was never answered
+        return ContinueResult(ran=False, reason=REASON_GROUP_EXPIRED if pause.group else REASON_NOT_ANSWERED)
     lead = members[0]
     settled = settled_reason(lead)
     if settled is not None:
