@@ -49,6 +49,8 @@ from turnstate_app.contrib.pydantic_ai.keys import (
 )
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
 
+LOCK_CHUNK = 500  # ids per locking read: far under every database's parameter limit
+
 
 class DjangoConversationStore(ConversationStore):
     """Conversations in two tables of Django's database (app ``turnstate_app.contrib.pydantic_ai``)."""
@@ -179,7 +181,13 @@ class DjangoConversationStore(ConversationStore):
             own = StoredEntry.objects.using(alias).filter(conversation_id=conversation_id)
             # Lock the entries first (as a writer locks the entry it extends, before its record):
             # a fork being written into them commits before this decides, or finds them gone.
-            list(own.select_for_update().order_by("entry_id").values_list("entry_id", flat=True))
+            # Locked through their entry ids, the path a writer's lock takes: on InnoDB, locking
+            # through another index first deadlocks with a writer locking the same row.
+            ids = list(own.order_by("entry_id").values_list("entry_id", flat=True))
+            for start in range(0, len(ids), LOCK_CHUNK):
+                part = ids[start : start + LOCK_CHUNK]
+                locked = StoredEntry.objects.using(alias).select_for_update().filter(entry_id__in=part)
+                list(locked.order_by("entry_id").values_list("entry_id", flat=True))
             deleted, _ = (
                 StoredConversation.objects.using(alias)
                 .filter(conversation_id=conversation_id, revision=expected_revision)
