@@ -101,3 +101,29 @@ def test_a_schema_must_be_an_object() -> None:
     with pytest.raises(CheckpointFieldError, match="must be a JSON Schema object"):
         mint(answer_schema=["type", "string"])  # type: ignore[arg-type]
     assert not Pause.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("ref", "problem"),
+    [
+        ("https://example.com/schema.json", "nothing is fetched"),
+        ("#/$defs/missing", "points at nothing"),
+    ],
+)
+def test_a_reference_that_cannot_be_followed_is_refused_at_mint(ref: str, problem: str) -> None:
+    schema = {"$defs": {"date": {"type": "string"}}, "properties": {"when": {"$ref": ref}}}
+    with pytest.raises(CheckpointFieldError, match=problem):
+        mint(answer_schema=schema)
+    assert not Pause.objects.exists()
+
+
+def test_references_within_the_schema_are_followed() -> None:
+    schema = {
+        "$defs": {"seats": {"type": "integer", "minimum": 1}},
+        "properties": {"seats": {"$ref": "#/$defs/seats"}},
+        "const_is_data": {"const": {"$ref": "https://not.followed/"}},
+    }
+    minted = mint(answer_schema=schema)
+    with pytest.raises(AnswerValidationError, match=r"\$\.seats: 0 is less than the minimum of 1"):
+        resume_pause(minted.token, {"seats": 0})
+    assert resume_pause(minted.token, {"seats": 2}).answer == {"seats": 2}

@@ -25,6 +25,7 @@ from turnstate_app.pauses import (
     continue_once,
     resume_pause,
 )
+from turnstate_app.turnstate import TurnCheckpointStore
 
 pytestmark = pytest.mark.django_db
 
@@ -163,3 +164,14 @@ def test_statements_per_continuation() -> None:
     with CaptureQueriesContext(connection) as continuing:
         assert continue_once(resumed, lambda continuation: None).ran
     assert len(data_statements(continuing)) == 5, data_statements(continuing)
+
+
+def test_any_port_claims_the_continuation(memory_port: Any) -> None:
+    store = TurnCheckpointStore(commands=memory_port)
+    resumed = resume_pause(mint(store=store).token, "yes", store=store)
+    assert continue_once(resumed, lambda continuation: "ran", store=store).output == "ran"
+    assert continue_once(resumed, lambda continuation: "twice", store=store).reason == "already continued"
+    Pause.objects.update(continued_at=None)  # as if the outcome was never recorded: the claim still holds
+    assert continue_once(resumed, lambda continuation: "twice", store=store).reason == (
+        "continuation claimed elsewhere"
+    )

@@ -156,3 +156,22 @@ def test_a_group_whose_continuation_crashed_is_stalled_and_one_that_refused_fail
     assert [p.group for p in Pause.objects.in_failed_group(later)] == ["refused"]
     with pytest.raises(ValueError, match="unknown group state"):
         Pause.objects.in_group_state("lost", now)
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "replica"])
+def test_a_group_continues_from_the_primary_behind_an_empty_replica(settings: Any) -> None:
+    first, second = mint_group("replicated", 2)
+    resume_pause(first.token, "A")
+    settings.DATABASE_ROUTERS = ["tests.test_lifecycle_hardening.ReplicaRouter"]
+    assert not Pause.objects.exists()  # reads go to the replica, which is empty
+    result = continue_once(resume_pause(second.token, "B"), members_seen)
+    assert result == ContinueResult(ran=True, output=["A", "B"])
+
+
+@pytest.mark.django_db
+def test_a_group_that_continued_takes_no_new_member() -> None:
+    [only] = mint_group("closed", 1, thread="thread-closed")
+    assert continue_once(resume_pause(only.token, "A"), members_seen).ran
+    with pytest.raises(ValueError, match="has already continued"):
+        mint_group("closed", 1, thread="thread-closed")
+    assert Pause.objects.in_group("closed").count() == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import time
@@ -11,12 +12,13 @@ import pytest
 from django.db import connection
 
 from tests import lifecycle_processes
-from tests.pause_helpers import mint
+from tests.pause_helpers import amint, mint
+from tests.test_continuation import next_stop
 from turnstate_app.errors import ThreadBusyError
 from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, continuation_key, thread_turn_key
 from turnstate_app.models import CheckpointMetadata
-from turnstate_app.pauses import Continuation, continue_once, resume_pause
-from turnstate_app.pauses.thread_turns import take_turn
+from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
+from turnstate_app.pauses.thread_turns import ThreadTurn, take_turn
 from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -89,3 +91,40 @@ def test_turns_on_the_memory_port_too() -> None:
         take_turn(store, "thread-m", wait=0.05)
     turn.release()
     take_turn(store, "thread-m", wait=0).release()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_async_continuations_of_one_thread_in_one_event_loop_take_turns() -> None:
+    """The waiter sleeps on the event loop, not in the thread its holder needs to finish."""
+    tokens = [(await amint(thread_id="thread-loop", tool_call_id=f"call-{i}")).token for i in range(2)]
+    resumed = [await aresume_pause(token, i) for i, token in enumerate(tokens)]
+    spans: list[tuple[float, float]] = []
+
+    async def run(continuation: Continuation) -> None:
+        entered = time.monotonic()
+        await asyncio.sleep(0.2)
+        await continuation.amint_next(**next_stop())  # needs the thread the waiter must not block
+        spans.append((entered, time.monotonic()))
+
+    results = await asyncio.gather(*(acontinue_once(one, run) for one in resumed))
+    assert [result.ran for result in results] == [True, True]
+    first, second = sorted(spans)
+    assert first[1] <= second[0], spans
+
+
+@pytest.mark.django_db
+def test_a_turn_is_as_old_as_its_holding_not_its_waiting(turnstate_settings: Any) -> None:
+    """A waiter that finally takes the turn must not look stalled to the next one at once."""
+    turnstate_settings["STALLED_AFTER"] = 0.2
+    store = get_default_store()
+    holder = take_turn(store, "thread-w", wait=0)
+    waiter = ThreadTurn(store, "thread-w")
+    assert not waiter.try_take()
+    time.sleep(0.25)  # the holder is stale now, and the waiter has waited as long
+    taken_at = time.time()
+    assert waiter.try_take()
+    assert json.loads(CheckpointMetadata.objects.get(key=thread_turn_key()).value)["since"] >= taken_at
+    assert not ThreadTurn(store, "thread-w").try_take()  # the new holder is not stale
+    holder.release()  # the old holder's release leaves the new holder's row alone
+    assert CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()
+    waiter.release()

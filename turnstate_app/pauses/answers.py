@@ -14,6 +14,7 @@ The validator is the ``jsonschema`` library, with the draft the schema declares 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 from jsonschema import exceptions as schema_errors
 from jsonschema.validators import validator_for
@@ -41,7 +42,55 @@ def check_schema(schema: Any) -> dict[str, Any] | None:
         ) from None
     except schema_errors.UnknownType as exc:  # pragma: no cover - raised by odd metaschemas only
         raise CheckpointFieldError("answer_schema", f"is not a valid JSON Schema: {exc}") from None
+    for ref in references(schema):
+        problem = unresolvable(schema, ref)
+        if problem is not None:
+            raise CheckpointFieldError(
+                "answer_schema", f"has a $ref that cannot be followed: {ref!r} ({problem})"
+            )
     return schema
+
+
+VALUE_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose contents are JSON values, not schemas: a "$ref" inside them is data."""
+
+
+def references(node: Any) -> list[str]:
+    """Every ``$ref`` and ``$dynamicRef`` in the schema ``node``."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                found.append(value)
+            elif key not in VALUE_KEYWORDS:
+                found += references(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += references(item)
+    return found
+
+
+def unresolvable(schema: dict[str, Any], ref: str) -> str | None:
+    """Why ``ref`` would fail when an answer is judged, or None.
+
+    Only references within the schema are followed: nothing is ever fetched, so a person's
+    answer never waits on (or is judged by) a remote document. A JSON Pointer must name a
+    place that exists; an anchor (``#name``) is left to the validator.
+    """
+    if not ref.startswith("#"):
+        return "only references within the schema (#...) are followed; nothing is fetched"
+    if ref in ("#", "") or not ref.startswith("#/"):
+        return None
+    node: Any = schema
+    for raw in ref[2:].split("/"):
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return "it points at nothing in the schema"
+    return None
 
 
 def validate_answer(schema: dict[str, Any] | None, answer: Any) -> None:

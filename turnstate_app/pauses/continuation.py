@@ -24,18 +24,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import router
 from django.utils import timezone
 
 from turnstate_app.choices import PauseStatus
 from turnstate_app.errors import ContinuationRefused, ThreadBusyError
 from turnstate_app.keys import continuation_key
 from turnstate_app.managers import effective_status
-from turnstate_app.models import Pause
+from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.pauses.groups import members_of
 from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
 from turnstate_app.pauses.mint import MintedPause, mint_pause
-from turnstate_app.pauses.thread_turns import ThreadTurn, atake_turn, take_turn
+from turnstate_app.pauses.thread_turns import ReleasableCommands, ThreadTurn, atake_turn, take_turn
 from turnstate_app.ports import get_default_store
+from turnstate_app.ports.model import reading_primary
 from turnstate_app.turnstate import TurnCheckpointStore
 
 REASON_GONE = "pause not in the ledger"
@@ -159,15 +161,13 @@ def claim(resumed: ResumedPause, store: TurnCheckpointStore | None) -> Claimed |
     """Steps 1 and 2: the group complete, every answer read, then the one claim; or why not."""
     store = store if store is not None else get_default_store()
     now = timezone.now()
-    pause = (
-        Pause.objects.select_related("owner")
-        .with_effective_status(now)
-        .filter(jti=resumed.claims.jti)
-        .first()
-    )
+    # The primary, as resume_pause reads it: a lagging replica would show the last answer of a
+    # group as pending to both who gave the last two, and the run would never continue.
+    pauses = Pause.objects.using(router.db_for_write(Pause))
+    pause = pauses.select_related("owner").with_effective_status(now).filter(jti=resumed.claims.jti).first()
     if pause is None:
         return ContinueResult(ran=False, reason=REASON_GONE)
-    members = members_of(pause, now)
+    members = members_of(pause, now, pauses)
     statuses = {effective_status(member) for member in members}
     if PauseStatus.PENDING in statuses:
         return ContinueResult(
@@ -179,9 +179,11 @@ def claim(resumed: ResumedPause, store: TurnCheckpointStore | None) -> Claimed |
     settled = settled_reason(lead)
     if settled is not None:
         return ContinueResult(ran=False, reason=settled)
-    answers = [
-        resumed if member.jti == resumed.claims.jti else rebuild_resumed(member, store) for member in members
-    ]
+    with reading_primary():
+        answers = [
+            resumed if member.jti == resumed.claims.jti else rebuild_resumed(member, store)
+            for member in members
+        ]
     value = json.dumps({"by": resumed.claims.jti, "at": now.isoformat(), "holder": secrets.token_hex(8)})
     if not store.claim_sync(lead.claims, key=continuation_key(lead.jti), value=value):
         lead.refresh_from_db(fields=["continued_at", "continuation_failure"])
@@ -210,8 +212,6 @@ def refuse(claimed: Claimed, refused: ContinuationRefused) -> ContinueResult:
 
 def give_back(claimed: Claimed) -> None:
     """Nothing ran (the thread stayed busy): release the claim so a redelivery can run it."""
-    from turnstate_app.pauses.thread_turns import ReleasableCommands
-
     commands = claimed.store.commands
     if isinstance(commands, ReleasableCommands):
         lead = claimed.lead
@@ -223,5 +223,6 @@ def give_back(claimed: Claimed) -> None:
         )
 
 
-def ledger(claimed: Claimed) -> Any:
+def ledger(claimed: Claimed) -> PauseQuerySet:
+    """The continued pauses' ledger rows: the group's members, or the pause alone."""
     return Pause.objects.filter(pk__in=[member.pk for member in claimed.members])

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
+
 from turnstate_app.contracts import PauseClaims
-from turnstate_app.models import Pause
+from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.ports.limits import require_id
 
 
@@ -36,26 +38,38 @@ NO_LIFECYCLE = Lifecycle()
 
 
 def check_group(group: str | None, thread_id: str) -> str | None:
-    """``group`` when its members (so far) share ``thread_id``; ``ValueError`` otherwise.
+    """``group`` when a pause of ``thread_id`` may join it; ``ValueError`` otherwise.
 
-    One read, only when a group is given.
+    Its members (so far) must share the thread, and its run must not have continued or
+    refused already: a member joining then would never be continued. One read, only when a
+    group is given.
     """
     if group is None:
         return None
     require_id("group", group)
-    other = (
-        Pause.objects.in_group(group).exclude(thread_id=thread_id).values_list("thread_id", flat=True).first()
+    conflict = (
+        Pause.objects.in_group(group)
+        .filter(
+            ~Q(thread_id=thread_id) | Q(continued_at__isnull=False) | Q(continuation_failure__isnull=False)
+        )
+        .values_list("thread_id", "continued_at", "continuation_failure")
+        .first()
     )
-    if other is not None:
+    if conflict is None:
+        return group
+    other, continued_at, failure = conflict
+    if other != thread_id:
         raise ValueError(
             f"pause group {group!r} belongs to thread {other!r}; every member of a group shares one "
             f"thread, so a pause of thread {thread_id!r} cannot join it"
         )
-    return group
+    done = "continued" if continued_at is not None else f"refused to continue ({failure})"
+    raise ValueError(f"pause group {group!r} has already {done}; a new member would never be continued")
 
 
-def members_of(pause: Pause, now: datetime) -> list[Pause]:
-    """Every pause of ``pause``'s group in mint order, with effective status (``[pause]`` without one)."""
+def members_of(pause: Pause, now: datetime, pauses: PauseQuerySet) -> list[Pause]:
+    """Every pause of ``pause``'s group in mint order, read from ``pauses`` with their effective
+    status (``[pause]`` without a group)."""
     if pause.group is None:
         return [pause]
-    return list(Pause.objects.in_group(pause.group).with_effective_status(now).order_by("created_at", "pk"))
+    return list(pauses.in_group(pause.group).with_effective_status(now).order_by("created_at", "pk"))

@@ -51,7 +51,8 @@ class ThreadTurn:
     def __init__(self, store: TurnCheckpointStore, thread_id: str) -> None:
         commands = store.commands
         self.thread_id = thread_id
-        self.value = json.dumps({"holder": secrets.token_hex(16), "since": time.time()})
+        self.holder = secrets.token_hex(16)
+        self.value = ""
         self.place = {
             "thread_id": thread_id,
             "checkpoint_id": THREAD_TURN_CHECKPOINT_ID,
@@ -70,19 +71,22 @@ class ThreadTurn:
 
     @property
     def enforced(self) -> bool:
+        """Whether this store can hold a thread's turn at all (a wired port that can release)."""
         return self._blocking is not None and self._releaser is not None
 
     def try_take(self) -> bool:
-        """One attempt: True when this turn now holds the thread (or turns cannot be enforced)."""
-        if not self.enforced:
+        """One attempt: True when this turn now holds the thread (or turns cannot be enforced).
+
+        A holder's row older than ``STALLED_AFTER`` is deleted (only while it still holds what
+        was read, so of two waiters only one takes it over) and the claim tried once more.
+        """
+        if self._blocking is None or self._releaser is None:
             self.held = True
             return True
-        assert self._blocking is not None and self._releaser is not None
-        if self._blocking.claim(**self.place, value=self.value, task_id=None):
-            self.held = True
-            return True
-        current = self._blocking.read(**self.place)
-        if current is not None and _older_than(current, conf.STALLED_AFTER):
+        if not self._claim():
+            current = self._blocking.read(**self.place)
+            if current is None or not _older_than(current, conf.STALLED_AFTER):
+                return False
             if self._releaser.release_metadata_sync(**self.place, value=current):
                 logger.warning(
                     "thread %s: took over a turn held for more than STALLED_AFTER (%ss) by a "
@@ -90,13 +94,16 @@ class ThreadTurn:
                     self.thread_id,
                     conf.STALLED_AFTER,
                 )
-            return self.try_take_once_more()
-        return False
+            if not self._claim():
+                return False
+        self.held = True
+        return True
 
-    def try_take_once_more(self) -> bool:
+    def _claim(self) -> bool:
+        """Insert the turn row if absent, stamped now: its age counts from when it was taken."""
         assert self._blocking is not None
-        self.held = self._blocking.claim(**self.place, value=self.value, task_id=None)
-        return self.held
+        self.value = json.dumps({"holder": self.holder, "since": time.time()})
+        return self._blocking.claim(**self.place, value=self.value, task_id=None)
 
     def release(self) -> None:
         """Give the turn back (only this turn's row is ever deleted). Never raises."""
