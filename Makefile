@@ -12,11 +12,12 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: docs gettext demo-langgraph dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
+.PHONY: docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
 	@echo "make demo-langgraph a LangGraph graph paused, answered over HTTP, continued by a worker"
+	@echo "make demo-pydantic-ai  a PydanticAI run's question and approval, answered over HTTP, continued once"
 	@echo "make test          the suite on SQLite, then on PostgreSQL"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
@@ -32,7 +33,7 @@ help:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed | gettext
@@ -51,7 +52,7 @@ mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
 
 $(VENV)/.installed-mysql: $(VENV)/.installed | mariadb-headers
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,mysql]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,mysql]'
 	@touch $@
 
 test-mariadb: $(VENV)/.installed-mysql
@@ -61,7 +62,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: $(VENV6)/.installed | gettext
@@ -80,7 +81,7 @@ browser:
 	@dpkg -s chromium chromium-driver >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
 
 $(VENV)/.installed-e2e: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,e2e]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,e2e]'
 	@touch $@
 
 test-e2e: $(VENV)/.installed-e2e | browser
@@ -103,11 +104,14 @@ demo: install
 demo-langgraph: install
 	$(VENV)/bin/python example_project/demo_langgraph.py --database-url "$(DATABASE_URL)"
 
+demo-pydantic-ai: install
+	$(VENV)/bin/python example_project/demo_pydantic_ai.py --database-url "$(DATABASE_URL)"
+
 # Each PostgreSQL benchmark uses a database of its own on $(PG_URL)'s server (created when missing).
 BENCH_PG ?= $(dir $(PG_URL))
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,bench]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai,bench]' 'Django>=5.2,<6'
 	@touch $@
 
 bench: $(VENV)/.installed-bench

@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "turnstate_app",
     "turnstate_app.contrib.langgraph",
+    "turnstate_app.contrib.pydantic_ai",
 ]
 
 MIDDLEWARE = [

@@ -41,3 +41,16 @@ class Question(models.Model):
 
     def __str__(self) -> str:
         return f"{self.jti} ({self.name})"
+
+
+class Booking(models.Model):
+    """One execution of the PydanticAI demo's approved tool: the demo counts them (exactly one)."""
+
+    run_id = models.CharField(max_length=255)
+    destination = models.CharField(max_length=255)
+    seats = models.IntegerField()
+    booked_by_pid = models.IntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.run_id}: {self.seats} to {self.destination}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "turnstate_app",
     "turnstate_app.contrib.langgraph",  # the LangGraph saver and bridge (make demo-langgraph)
+    # The PydanticAI demo (make demo-pydantic-ai), where the extra `pydantic-ai` is installed.
+    *(["turnstate_app.contrib.pydantic_ai"] if find_spec("pydantic_ai") else []),
     "agents",
 ]
 

@@ -33,7 +33,8 @@ BLOCKER = textwrap.dedent(
     django.setup()
     import turnstate_app.pauses, turnstate_app.models, turnstate_app.retention, turnstate_app.admin
     import turnstate_app.contrib.langgraph  # the package itself loads lazily
-    assert not [m for m in sys.modules if m.split(".")[0] in ("langgraph", "langchain_core")]
+    import turnstate_app.contrib.pydantic_ai  # so does this one
+    assert not [m for m in sys.modules if m.split(".")[0] in ("langgraph", "langchain_core", "pydantic_ai")]
     print("core imported without LangGraph")
     """
 )

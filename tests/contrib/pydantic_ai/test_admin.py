@@ -1,0 +1,69 @@
+"""The conversations page: read-only, searchable, and a page costs the same queries at any size."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.tools import DeferredToolRequests
+
+from tests.contrib.pydantic_ai.conversations import conversation, sync
+from tests.pause_helpers import mint
+from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
+from turnstate_app.contrib.pydantic_ai.models import StoredConversation
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/admin/turnstate_pydantic_ai/storedconversation/"
+
+
+def make_conversations(first: int, n: int) -> None:
+    store = DjangoConversationStore()
+    for i in range(first, first + n):
+        conv = conversation(f"conv-{i}", "hello", "again")
+        if i % 2 == 0:  # half wait on a deferred call, and a pause stands for it
+            call = ToolCallPart("approve", {"amount": i}, tool_call_id=f"call-{i}")
+            conv.messages.append(ModelResponse(parts=[call]))
+            conv.deferred_tool_requests = DeferredToolRequests(approvals=[call])
+            mint(thread_id=f"conv-{i}")
+        sync(store.save, conv, scope=f"user-{i % 3}")
+
+
+def test_the_page_costs_the_same_queries_at_two_sizes(
+    admin_client: Client, django_assert_max_num_queries: Any
+) -> None:
+    make_conversations(0, 3)
+    with CaptureQueriesContext(connection) as small:
+        response = admin_client.get(PAGE)
+    assert response.status_code == 200
+    rows = {row.conversation_id: row for row in response.context["cl"].result_list}
+    assert set(rows) == {"conv-0", "conv-1", "conv-2"}
+    assert rows["conv-0"].pending_pauses == 1 and rows["conv-1"].pending_pauses == 0
+    assert b"conv-2" in response.content
+    make_conversations(3, 40)
+    with django_assert_max_num_queries(len(small.captured_queries)):
+        response = admin_client.get(PAGE)
+    assert len(response.context["cl"].result_list) == 43
+
+
+def test_search_finds_by_conversation_id_and_by_scope(admin_client: Client) -> None:
+    make_conversations(0, 6)
+    by_id = admin_client.get(PAGE, {"q": "conv-4"}).context["cl"].result_list
+    assert [row.conversation_id for row in by_id] == ["conv-4"]
+    by_scope = admin_client.get(PAGE, {"q": "user-1"}).context["cl"].result_list
+    assert sorted(row.conversation_id for row in by_scope) == ["conv-1", "conv-4"]
+
+
+def test_a_conversation_page_shows_its_transcript_and_nothing_can_be_changed(admin_client: Client) -> None:
+    make_conversations(0, 1)
+    row = StoredConversation.objects.get()
+    response = admin_client.get(f"{PAGE}{row.pk}/change/")
+    assert response.status_code == 200
+    assert b"q-hello" in response.content and b"a-again" in response.content
+    assert admin_client.get(f"{PAGE}add/").status_code == 403
+    assert admin_client.post(f"{PAGE}{row.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert StoredConversation.objects.count() == 1

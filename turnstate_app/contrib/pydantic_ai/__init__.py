@@ -1,0 +1,54 @@
+"""PydanticAI on Django's database: a conversation store, deferred tool calls as durable pauses.
+
+Add ``"turnstate_app.contrib.pydantic_ai"`` to ``INSTALLED_APPS`` (extra ``pydantic-ai``).
+The public names load lazily, so importing this package before the app registry is
+ready (in a settings module, an ``AppConfig``) works.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from turnstate_app.contrib.pydantic_ai.continuing import acontinue_agent, continue_agent
+    from turnstate_app.contrib.pydantic_ai.errors import (
+        ConversationNotSavedError,
+        UnreadableConversationError,
+    )
+    from turnstate_app.contrib.pydantic_ai.pausing import apause_deferred, pause_deferred
+    from turnstate_app.contrib.pydantic_ai.store import DjangoConversationStore
+
+__all__ = [
+    "ConversationNotSavedError",
+    "DjangoConversationStore",
+    "UnreadableConversationError",
+    "acontinue_agent",
+    "apause_deferred",
+    "continue_agent",
+    "pause_deferred",
+]
+
+_EXPORTS = {
+    "DjangoConversationStore": "turnstate_app.contrib.pydantic_ai.store",
+    "UnreadableConversationError": "turnstate_app.contrib.pydantic_ai.errors",
+    "ConversationNotSavedError": "turnstate_app.contrib.pydantic_ai.errors",
+    "pause_deferred": "turnstate_app.contrib.pydantic_ai.pausing",
+    "apause_deferred": "turnstate_app.contrib.pydantic_ai.pausing",
+    "continue_agent": "turnstate_app.contrib.pydantic_ai.continuing",
+    "acontinue_agent": "turnstate_app.contrib.pydantic_ai.continuing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_path = _EXPORTS.get(name)
+    if module_path is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module_path), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

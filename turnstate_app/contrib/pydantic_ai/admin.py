@@ -1,0 +1,96 @@
+"""A read-only page for operators: conversations, who they belong to, what they wait on.
+
+A list page costs a fixed number of queries: the pending pauses are counted by the
+database in the list's one query, and the waiting tool calls are read from the row.
+A conversation's page shows its history, loaded in one query.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+from turnstate_app.choices import PauseStatus
+from turnstate_app.contrib.pydantic_ai import history
+from turnstate_app.contrib.pydantic_ai.models import StoredConversation
+from turnstate_app.models import Pause
+
+
+@admin.register(StoredConversation)
+class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "conversation_id",
+        "scope",
+        "updated_at",
+        "waiting_calls",
+        "pending_pauses",
+        "forked_from",
+    )
+    search_fields = ("conversation_id", "scope")
+    list_filter = ("updated_at",)
+    ordering = ("-updated_at",)
+    show_full_result_count = False
+    fields = (
+        "conversation_id",
+        "scope",
+        "updated_at",
+        "head_id",
+        "revision",
+        "forked_from",
+        "forked_at",
+        "branches",
+        "usage",
+        "deferred_tool_requests",
+        "format_version",
+        "transcript",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[StoredConversation]:
+        pending = (
+            Pause.objects.filter(thread_id=OuterRef("conversation_id"), status=PauseStatus.PENDING)
+            .order_by()
+            .values("thread_id")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        rows: QuerySet[StoredConversation] = super().get_queryset(request)
+        return rows.annotate(pending_pauses=Coalesce(Subquery(pending, output_field=IntegerField()), 0))
+
+    @admin.display(description="pending pauses", ordering="pending_pauses")
+    def pending_pauses(self, obj: StoredConversation) -> int:
+        return int(obj.pending_pauses)  # type: ignore[attr-defined]
+
+    @admin.display(description="waiting tool calls")
+    def waiting_calls(self, obj: StoredConversation) -> int:
+        if not obj.deferred_tool_requests:
+            return 0
+        try:
+            requests = json.loads(obj.deferred_tool_requests)
+        except ValueError:
+            return 0
+        return len(requests.get("calls", [])) + len(requests.get("approvals", []))
+
+    @admin.display(description="transcript")
+    def transcript(self, obj: StoredConversation) -> str:
+        try:
+            entries = history.read_history(obj._state.db or "default", obj.head_id, None)
+        except LookupError:
+            return "(the history is incomplete: an entry it points at is gone)"
+        messages = [entry.message for entry in entries]
+        return ModelMessagesTypeAdapter.dump_json(messages, indent=2).decode()

@@ -1,0 +1,90 @@
+"""Records and entries to row values and back, through PydanticAI's own adapters.
+
+Messages go through ``ModelMessagesTypeAdapter`` (one message per row, as a one-element
+list), so bytes, timestamps and every part type read back as the adapter wrote them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.tools import DeferredToolRequests
+from pydantic_ai.usage import RunUsage
+
+from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
+
+FORMAT_VERSION: Literal[1] = 1
+
+_usage = TypeAdapter(RunUsage)
+_requests = TypeAdapter(DeferredToolRequests)
+
+
+def record_values(record: ConversationRecord) -> dict[str, Any]:
+    """The columns of ``StoredConversation`` for ``record`` (its id excluded)."""
+    return {
+        "scope": record.scope,
+        "head_id": record.head_id,
+        "revision": record.revision,
+        "usage": _usage.dump_json(record.usage).decode(),
+        "deferred_tool_requests": None
+        if record.deferred_tool_requests is None
+        else _requests.dump_json(record.deferred_tool_requests).decode(),
+        "branches": json.dumps(list(record.branches)),
+        "forked_from": record.forked_from,
+        "forked_at": record.forked_at,
+        "format_version": record.format_version,
+        "updated_at": record.updated_at,
+    }
+
+
+RECORD_COLUMNS = ("conversation_id", *record_values(ConversationRecord(conversation_id="-", head_id=None)))
+
+
+def record_from(row: tuple[Any, ...]) -> ConversationRecord:
+    """A record from a row of ``RECORD_COLUMNS``."""
+    values = dict(zip(RECORD_COLUMNS, row, strict=True))
+    if values["format_version"] != FORMAT_VERSION:
+        raise UnreadableConversationError(
+            f"conversation {values['conversation_id']!r} was stored in format {values['format_version']}; "
+            f"this build reads format {FORMAT_VERSION}"
+        )
+    try:
+        return ConversationRecord(
+            conversation_id=values["conversation_id"],
+            head_id=values["head_id"],
+            usage=_usage.validate_json(values["usage"]),
+            deferred_tool_requests=None
+            if values["deferred_tool_requests"] is None
+            else _requests.validate_json(values["deferred_tool_requests"]),
+            scope=values["scope"],
+            forked_from=values["forked_from"],
+            forked_at=values["forked_at"],
+            branches=list(json.loads(values["branches"])),
+            revision=values["revision"],
+            updated_at=values["updated_at"],
+            format_version=FORMAT_VERSION,
+        )
+    except ValueError as exc:
+        raise UnreadableConversationError(
+            f"conversation {values['conversation_id']!r} cannot be read back: {exc}"
+        ) from exc
+
+
+def message_json(message: ModelMessage) -> str:
+    return ModelMessagesTypeAdapter.dump_json([message]).decode()
+
+
+def entry_from(entry_id: str, parent_id: str | None, kind: str, message: str) -> ConversationEntry:
+    try:
+        (decoded,) = ModelMessagesTypeAdapter.validate_json(message)
+    except ValueError as exc:
+        raise UnreadableConversationError(f"entry {entry_id!r} cannot be read back: {exc}") from exc
+    if kind != "message":
+        raise UnreadableConversationError(
+            f"entry {entry_id!r} is of kind {kind!r}, which this build cannot read"
+        )
+    return ConversationEntry(id=entry_id, parent_id=parent_id, message=decoded, kind="message")

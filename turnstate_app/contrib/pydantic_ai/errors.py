@@ -1,0 +1,19 @@
+"""The store's own error: a stored row that cannot be read back."""
+
+from __future__ import annotations
+
+from turnstate_app.errors import PayloadBindingError, TurnStateError
+
+
+class UnreadableConversationError(PayloadBindingError):
+    """A stored record or entry cannot be read back (corrupt JSON, an unknown format or kind).
+
+    Nothing from the row is returned, and no other row is tried in its place.
+    """
+
+
+class ConversationNotSavedError(TurnStateError, ValueError):
+    """``pause_deferred`` was given a run whose conversation is not saved in the store at its revision.
+
+    A pause continues a stored revision; without one there is nothing to continue from.
+    """
