@@ -60,9 +60,9 @@ def start_statement(
     pipeline's one round trip), so it is read when asked, not when sent.
     """
     if observed(connection):
-        with connection.cursor() as cursor:
-            cursor.execute(portable_sql, params)
-            done: Outcome = (int(cursor.rowcount), _first_row(cursor), cursor.lastrowid)
+        with connection.cursor() as logged:
+            logged.execute(portable_sql, params)
+            done: Outcome = (int(logged.rowcount), _first_row(logged), getattr(logged, "lastrowid", None))
         return lambda: done
     _guard(connection)
     with connection.wrap_database_errors:
