@@ -20,7 +20,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import connections
+from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field
 from django.db.models.signals import post_save, pre_save
@@ -153,7 +153,12 @@ def insert_pause(pause: Any, *, using: str) -> Callable[[], None]:
         return lambda: None
     connection = connections[using]
     statements = ledger_statements(using)
-    params = tuple(f.get_db_prep_save(f.pre_save(pause, True), connection) for f in statements.insert_fields)
+    params = tuple(
+        prepared(value, field, connection)
+        for field, value in zip(
+            statements.insert_fields, [f.pre_save(pause, True) for f in statements.insert_fields], strict=True
+        )
+    )
     sent = start_statement(connection, statements.insert, statements.native_insert, params)
 
     def saved() -> None:
@@ -165,6 +170,37 @@ def insert_pause(pause: Any, *, using: str) -> Callable[[], None]:
         pause._state.db = using
 
     return saved
+
+
+_AS_IS: dict[type[Field[Any, Any]], tuple[type, ...]] = {
+    models.CharField: (str,),
+    models.TextField: (str,),
+    models.BooleanField: (bool,),
+    models.BigAutoField: (int,),
+    models.AutoField: (int,),
+    models.BigIntegerField: (int,),
+    models.IntegerField: (int,),
+}
+"""Fields whose ``get_db_prep_save`` returns a value of these exact types unchanged."""
+
+
+def prepared(value: Any, field: Any, connection: BaseDatabaseWrapper) -> Any:
+    """``field.get_db_prep_save(value, connection)``, skipping the calls that would change nothing.
+
+    Only for the exact field classes above (a subclass may prepare differently) and values
+    of exactly the types they pass through, an aware datetime for a ``DateTimeField``, and a
+    foreign key's int; anything else takes Django's own preparation.
+    """
+    if value is None and field.null:
+        return None
+    kind = type(field)
+    if kind is models.ForeignKey and type(value) is int:
+        return value
+    if kind is models.DateTimeField and type(value) is datetime and value.utcoffset() is not None:
+        return connection.ops.adapt_datetimefield_value(value)
+    if type(value) in _AS_IS.get(kind, ()):
+        return value
+    return field.get_db_prep_save(value, connection)
 
 
 @dataclass(frozen=True)
