@@ -108,7 +108,9 @@ def mint_pause(
 
     expires_at = timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE)
     alias = shared_alias(store)
-    rows = (store, claims, request_value, turn, encoded, request_key, owner, expires_at)
+    # The ledger row's own fields (its identity comes from the claims; ``resumable`` from the record).
+    ledger = {"request_key": request_key, "owner": owner, "expires_at": expires_at}
+    rows = (store, claims, request_value, turn, encoded, ledger)
     if alias is None:
         resumable, pause = write_pause(*rows)
     else:
@@ -133,10 +135,7 @@ def write_pause(
     request_value: str,
     turn: TurnCheckpoint,
     encoded: str,
-    request_key: str,
-    owner: Any,
-    expires_at: Any,
-    alias: str | None = None,
+    ledger: dict[str, Any],
 ) -> tuple[bool, Pause]:
     """The contract's three writes, in order: the request, the turn state, the ledger row."""
     if store.wired:
@@ -144,9 +143,7 @@ def write_pause(
     # Inside a transaction the model port writes in a savepoint: a refused record rolls
     # back alone, and the pause is still minted, saying it is not resumable.
     resumable = store.record_sync(claims, turn, encoded=encoded)
-    pause = Pause.objects.build(
-        claims, request_key=request_key, resumable=resumable, owner=owner, expires_at=expires_at
-    )
+    pause = Pause.objects.build(claims, resumable=resumable, **ledger)
     pause.save(force_insert=True)
     return resumable, pause
 
@@ -157,9 +154,7 @@ def write_pause_fast(
     request_value: str,
     turn: TurnCheckpoint,
     encoded: str,
-    request_key: str,
-    owner: Any,
-    expires_at: Any,
+    ledger: dict[str, Any],
     *,
     alias: str,
 ) -> tuple[bool, Pause]:
@@ -175,9 +170,7 @@ def write_pause_fast(
     with whole_transaction_writes(), pipelined(connections[alias]):
         store.write_request_sync(claims, request_value)
         resumable = store.record_sync(claims, turn, encoded=encoded)
-        pause = Pause.objects.build(
-            claims, request_key=request_key, resumable=resumable, owner=owner, expires_at=expires_at
-        )
+        pause = Pause.objects.build(claims, resumable=resumable, **ledger)
         saved = insert_pause(pause, using=alias)
     saved()
     return resumable, pause

@@ -26,7 +26,7 @@ from django.db.models import Field
 from django.db.models.signals import post_save, pre_save
 
 from turnstate_app.choices import PauseStatus
-from turnstate_app.managers import EFFECTIVE_STATUS
+from turnstate_app.managers import EFFECTIVE_STATUS, effective_status_at
 from turnstate_app.ports.execution import Outcome, run_statement, start_statement
 
 
@@ -238,13 +238,6 @@ def read_pause(
     setattr(pause, EFFECTIVE_STATUS, effective_status_at(pause.status, pause.expires_at, now))
     turn_state = row[width]
     return LedgerRead(pause, None if turn_state is None else str(turn_state), row[width + 1] is not None)
-
-
-def effective_status_at(status: str, expires_at: datetime, now: datetime) -> str:
-    """``effective_status_q``'s status for one row already read: pending past its age is expired."""
-    if status == PauseStatus.PENDING and expires_at <= now:
-        return PauseStatus.EXPIRED.value
-    return status
 
 
 def consume(connection: BaseDatabaseWrapper, *, using: str, jti: str, now: datetime) -> Callable[[], bool]:
