@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -102,6 +103,7 @@ def pipelined(connection: BaseDatabaseWrapper) -> Iterator[None]:
         yield
 
 
+@cache
 def _pipelines_supported() -> bool:
     import psycopg
 

@@ -80,7 +80,7 @@ def ledger_statements(alias: str) -> LedgerStatements:
     insert_fields = tuple(
         f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated
     )
-    returns_pk = meta.auto_field is not None and connection.vendor in ("postgresql", "sqlite")
+    returns_pk = meta.auto_field is not None and connection.features.can_return_columns_from_insert
     insert = (
         f"INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
         f"VALUES ({', '.join(['%s'] * len(insert_fields))})"
