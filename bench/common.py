@@ -61,11 +61,54 @@ def qmark(sql: str) -> str:
 
 @dataclass
 class Target:
-    vendor: str  # "sqlite" or "postgresql", as Django names it
+    vendor: str  # "sqlite", "postgresql" or "mysql", as Django names it
     django_db: dict[str, Any]
     conninfo: str = ""  # PostgreSQL: libpq conninfo of the bench database
     sqlite_path: str = ""
     tmpdir: str = ""
+    mysql: dict[str, Any] | None = None  # MariaDB/MySQL: MySQLdb.connect() arguments
+
+
+def make_mysql_target(database: str) -> Target:
+    """A ``mysql://user@host:port/name`` URL: the bench's own MariaDB/MySQL database."""
+    from urllib.parse import unquote, urlsplit
+
+    url = urlsplit(database)
+    name = url.path.lstrip("/")
+    if not name:
+        raise SystemExit("the MariaDB URL must name a database, e.g. .../turnstate_bench_lc")
+    connect = {
+        "host": url.hostname or "127.0.0.1",
+        "port": url.port or 3306,
+        "user": unquote(url.username or "root"),
+        "password": unquote(url.password or ""),
+        "database": name,
+        "charset": "utf8mb4",
+    }
+    db = {
+        "ENGINE": "django.db.backends.mysql",
+        "NAME": name,
+        "USER": connect["user"],
+        "PASSWORD": connect["password"],
+        "HOST": connect["host"],
+        "PORT": str(connect["port"]),
+        "OPTIONS": {"charset": "utf8mb4"},
+    }
+    return Target("mysql", db, mysql=connect)
+
+
+def ensure_mysql_database(target: Target) -> None:
+    """Create the bench database when it is missing."""
+    import MySQLdb
+
+    assert target.mysql is not None
+    args = {k: v for k, v in target.mysql.items() if k != "database"}
+    conn = MySQLdb.connect(**args)
+    try:
+        name = str(target.mysql["database"]).replace("`", "``")
+        conn.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4")
+    finally:
+        conn.close()
 
 
 def make_target(database: str, prepare_threshold: int | None = None) -> Target:
@@ -75,8 +118,10 @@ def make_target(database: str, prepare_threshold: int | None = None) -> Target:
         path = os.path.join(tmpdir, "bench.sqlite3")
         db = {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": dict(SQLITE_OPTIONS)}
         return Target("sqlite", db, sqlite_path=path, tmpdir=tmpdir)
+    if database.startswith("mysql://"):
+        return make_mysql_target(database)
     if not database.startswith(("postgres://", "postgresql://")):
-        raise SystemExit(f"--database must be 'sqlite' or a postgres:// URL, not {database!r}")
+        raise SystemExit(f"--database must be 'sqlite', a postgres:// or a mysql:// URL, not {database!r}")
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     params = conninfo_to_dict(database)
@@ -111,8 +156,13 @@ def ensure_postgres_database(conninfo: str) -> None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
-def configure_django(target: Target, *, migrate: bool = True) -> None:
-    """A minimal project around the app: no settings module, so nothing else touches the database."""
+def configure_django(
+    target: Target, *, migrate: bool = True, extra_apps: Sequence[str] = (), **extra_settings: Any
+) -> None:
+    """A minimal project around the app: no settings module, so nothing else touches the database.
+
+    ``extra_apps`` and ``extra_settings`` let one script add what it measures (DRF, say).
+    """
     import django
     from django.conf import settings
     from django.core.management import call_command
@@ -122,9 +172,10 @@ def configure_django(target: Target, *, migrate: bool = True) -> None:
         SECRET_KEY="turnstate-bench-only",
         USE_TZ=True,
         TIME_ZONE="UTC",
-        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "turnstate_app"],
+        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "turnstate_app", *extra_apps],
         DATABASES={"default": target.django_db},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        **extra_settings,
     )
     django.setup()
     if migrate:
@@ -299,7 +350,28 @@ def environment(target: Target, server_version: str, args: Any = None) -> dict[s
                 cur.execute(f"SHOW {name}")
                 row = cur.fetchone()
                 env[f"pg_{name}"] = row[0] if row else None
+    if target.vendor == "mysql":
+        from django.db import DatabaseError
+
+        for name in MYSQL_SETTINGS:
+            try:
+                with connection.cursor() as cur:
+                    cur.execute(f"SELECT @@{name}")
+                    row = cur.fetchone()
+            except DatabaseError:  # named differently in this server's version
+                continue
+            env[f"mysql_{name}"] = row[0] if row else None
     return env
+
+
+MYSQL_SETTINGS = (
+    "innodb_flush_log_at_trx_commit",
+    "sync_binlog",
+    "log_bin",
+    "transaction_isolation",  # MariaDB 11.1+ and MySQL
+    "tx_isolation",  # MariaDB before 11.1
+    "innodb_buffer_pool_size",
+)
 
 
 def pg_server_version(conninfo: str) -> str:
@@ -311,6 +383,18 @@ def pg_server_version(conninfo: str) -> str:
 
 
 def server_version(target: Target) -> str:
+    if target.vendor == "mysql":
+        import MySQLdb
+
+        assert target.mysql is not None
+        conn = MySQLdb.connect(**target.mysql)
+        try:
+            cur = conn.cursor()
+            cur.execute("SELECT VERSION()")
+            row = cur.fetchone()
+        finally:
+            conn.close()
+        return f"MariaDB/MySQL {row[0] if row else '?'}"
     return (
         pg_server_version(target.conninfo)
         if target.vendor == "postgresql"
@@ -335,7 +419,9 @@ def pg_protocol_counts(pgconn: Any, call: Callable[[], object]) -> dict[str, int
 
     ``statements`` counts Execute and simple Query messages (BEGIN and COMMIT included);
     ``round_trips`` counts ReadyForQuery replies, one per synchronisation the client waits
-    for; ``parses`` counts statements parsed on the server (0 when a prepared one was reused).
+    for; ``parses`` counts statements parsed on the server (0 when a prepared one was reused);
+    ``commits`` counts transactions that committed: each COMMIT, and each INSERT, UPDATE or
+    DELETE run outside a transaction block (autocommit), told apart by the server's replies.
     """
     from collections import Counter
 
@@ -349,11 +435,95 @@ def pg_protocol_counts(pgconn: Any, call: Callable[[], object]) -> dict[str, int
         finally:
             pgconn.untrace()
         trace.seek(0)
-        kinds = Counter((f[0], f[2].strip()) for line in trace if len(f := line.split("\t")) > 2)
+        lines = [f for line in trace if len(f := line.rstrip("\n").split("\t")) > 2]
+    kinds = Counter((f[0], f[2].strip()) for f in lines)
     return {
         "statements": kinds[("F", "Execute")] + kinds[("F", "Query")],
         "round_trips": kinds[("B", "ReadyForQuery")],
         "parses": kinds[("F", "Parse")],
+        "commits": _commits(
+            (f[2].strip(), f[3].strip().strip('"') if len(f) > 3 else "") for f in lines if f[0] == "B"
+        ),
+    }
+
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE")
+
+
+def _commits(replies: Any) -> int:
+    """Commits in a stream of (message, detail) server replies: see :func:`pg_protocol_counts`."""
+    commits, in_block = 0, False
+    for message, detail in replies:
+        if message == "ReadyForQuery":
+            in_block = detail in ("T", "E")
+        elif message == "CommandComplete":
+            tag = detail.split(" ", 1)[0].upper()
+            if tag in ("BEGIN", "START"):
+                in_block = True
+            elif tag in ("COMMIT", "ROLLBACK"):
+                commits += tag == "COMMIT"
+                in_block = False
+            elif tag in WRITES and not in_block:
+                commits += 1
+    return commits
+
+
+def sqlite_statement_counts(driver: sqlite3.Connection, call: Callable[[], object]) -> dict[str, int]:
+    """What one call has SQLite execute (BEGIN and COMMIT included), from its trace callback.
+
+    SQLite runs in the process, so there are no round trips: ``statements`` counts what the
+    engine ran, ``commits`` as for PostgreSQL (each COMMIT, each write in autocommit).
+    """
+    ran: list[str] = []
+    driver.set_trace_callback(ran.append)
+    try:
+        call()
+    finally:
+        driver.set_trace_callback(None)
+    commits, in_block = 0, False
+    for sql in ran:
+        words = sql.split(None, 2)
+        tag = words[0].upper() if words else ""
+        if tag == "BEGIN":
+            in_block = True
+        elif tag in ("COMMIT", "END") or (tag == "ROLLBACK" and words[1:2] != ["TO"]):
+            commits += tag != "ROLLBACK"
+            in_block = False
+        elif tag in WRITES and not in_block:
+            commits += 1
+    return {"statements": len(ran), "commits": commits}
+
+
+MYSQL_COUNTERS = ("Questions", "Com_commit", "Com_insert", "Com_update", "Com_delete")
+
+
+def mysql_statement_counts(driver: Any, call: Callable[[], object]) -> dict[str, int]:
+    """What one call sends MariaDB/MySQL, from the session's own status counters.
+
+    ``round_trips`` is the change in ``Questions`` (every statement the client sent, each
+    one round trip with this driver, ``SET autocommit`` included), less the status query
+    itself. ``commits``: the COMMIT statements (``Com_commit``); a call that sent none but
+    wrote ran in autocommit, one commit per INSERT, UPDATE or DELETE.
+    """
+    names = ", ".join(f"'{name}'" for name in MYSQL_COUNTERS)
+
+    def counters() -> dict[str, int]:
+        cur = driver.cursor()
+        try:
+            cur.execute(f"SHOW SESSION STATUS WHERE Variable_name IN ({names})")
+            return {str(name): int(value) for name, value in cur.fetchall()}
+        finally:
+            cur.close()
+
+    before = counters()
+    call()
+    after = counters()
+    delta = {name: after[name] - before[name] for name in MYSQL_COUNTERS}
+    writes = delta["Com_insert"] + delta["Com_update"] + delta["Com_delete"]
+    return {
+        "round_trips": delta["Questions"] - 1,
+        "commits": delta["Com_commit"] or writes,
+        "writes": writes,
     }
 
 

@@ -3,16 +3,19 @@
 
 Minting writes the request, the turn state and the ledger row and signs a token; resuming checks
 the token, the ledger and the stored turn, then consumes the pause in one transaction and stores
-the answer. Each is measured beside one ``write_metadata_sync`` upsert (the unit) and the raw
-driver running the port's upsert (the floor), interleaved in the same run, so the multiples hold
-on a noisy machine. Statement counts come from ``CaptureQueriesContext`` (data statements: no
-BEGIN, COMMIT, SAVEPOINT or RELEASE) and, on PostgreSQL, from libpq's protocol trace.
+the answer. Each is measured beside one ``write_metadata_sync`` upsert (the unit), the raw driver
+running the port's upsert (the floor) and the REST resume endpoint (``POST pauses/resume/``
+through DRF's ``APIClient`` with token authentication, in-process), interleaved in the same run,
+so the multiples hold on a noisy machine. Statement counts come from ``CaptureQueriesContext``
+(data statements: no BEGIN, COMMIT, SAVEPOINT or RELEASE) and from the database itself: libpq's
+protocol trace on PostgreSQL, SQLite's trace callback, MariaDB's session status counters.
 
 A benchmark, not a test: it prints a table, writes ``bench/results/lifecycle-<vendor>.json`` and
 exits 0. Run it from the repository root::
 
     .venv/bin/python bench/lifecycle.py --database sqlite
     .venv/bin/python bench/lifecycle.py --database postgres://postgres@127.0.0.1:5432/turnstate_bench_lc
+    .venv/bin/python bench/lifecycle.py --database mysql://root@127.0.0.1:3306/turnstate_bench_lc
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from bench.common import (  # noqa: E402 - needs the repository root on sys.path
     Target,
     check_statements,
     configure_django,
+    ensure_mysql_database,
     ensure_postgres_database,
     environment,
     finish_environment,
@@ -50,11 +54,13 @@ from bench.common import (  # noqa: E402 - needs the repository root on sys.path
     make_transcript,
     make_values,
     median,
+    mysql_statement_counts,
     pg_protocol_counts,
     qmark,
     rotation,
     server_version,
     sqlite_connect,
+    sqlite_statement_counts,
     summary_us,
     timed_sync,
     us,
@@ -63,12 +69,22 @@ from bench.common import (  # noqa: E402 - needs the repository root on sys.path
 
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/turnstate_bench_lc"
 TABLES = ("turnstate_app_checkpointmetadata", "turnstate_app_pause")
-OPS = ("floor", "upsert", "mint", "resume")
+OPS = ("floor", "upsert", "mint", "resume", "rest")
 LABELS = {
     "floor": "floor upsert (raw driver)",
     "upsert": "port upsert (the unit)",
     "mint": "mint_pause",
     "resume": "resume_pause",
+    "rest": "REST POST pauses/resume/",
+}
+RESUME_URL = "/api/turnstate/pauses/resume/"
+COUNTS_NOTE = {
+    "postgresql": "db stmts, round trips and commits = libpq's\n"
+    "protocol trace (BEGIN and COMMIT included).\n",
+    "sqlite": "db stmts and commits = SQLite's trace\n"
+    "callback (BEGIN and COMMIT included; in-process, so no round trips).\n",
+    "mysql": "round trips = the session's Questions (SET autocommit\n"
+    "included), commits = its Com_commit, or its writes when it sent no COMMIT (autocommit).\n",
 }
 TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 REQUEST = {"question": "Which date suits you for the flight?", "options": ["Monday", "Tuesday"]}
@@ -88,6 +104,8 @@ class Bench:
     values: list[str]
     floor_call: Callable[[str, str], object]
     tokens: deque[str]
+    rest_tokens: deque[str]
+    client: Any = None  # DRF's APIClient, authenticated with a token
     counter: int = 0
 
     def next_id(self) -> int:
@@ -108,6 +126,21 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
             cur.execute(SQL_WRITE, ("bench-floor", "cp", key, value, "bench-task", now, now), prepare=True)
 
         return pg_upsert, conn.close, conn
+    if target.vendor == "mysql":
+        import MySQLdb
+
+        from turnstate_app.ports.statements import statements_for
+
+        assert target.mysql is not None
+        my = MySQLdb.connect(**target.mysql, autocommit=True)
+        my_cur = my.cursor()
+        my_sql = statements_for("default").native_write
+
+        def mysql_upsert(key: str, value: str) -> None:
+            now = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")
+            my_cur.execute(my_sql, ("bench-floor", "cp", key, value, "bench-task", now, now))
+
+        return mysql_upsert, my.close, my
     lite = sqlite_connect(target.sqlite_path)
     lite_cur = lite.cursor()
     sql = qmark(SQL_WRITE)
@@ -155,12 +188,12 @@ def mint(bench: Bench) -> Any:
     )
 
 
-def op_mint(bench: Bench) -> Callable[[], object]:
+def op_mint(bench: Bench, tokens: deque[str] | None = None) -> Callable[[], object]:
     def call() -> None:
         minted = mint(bench)
         if not minted.resumable:
             raise SystemExit("mint_pause recorded no turn state: the store is not wired to the model port")
-        bench.tokens.append(minted.token)
+        (bench.tokens if tokens is None else tokens).append(minted.token)
 
     return call
 
@@ -178,18 +211,62 @@ def op_resume(bench: Bench) -> Callable[[], object]:
     return call
 
 
+def op_rest(bench: Bench) -> Callable[[], object]:
+    """The endpoint a person's answer arrives at: DRF's parsing, authentication, serializer, view."""
+    token = bench.rest_tokens.popleft()
+    body = {"token": token, "answer": ANSWER}
+
+    def call() -> None:
+        response = bench.client.post(RESUME_URL, body, format="json")
+        if response.status_code != 200 or not response.json().get("resumable"):
+            raise SystemExit(f"POST {RESUME_URL} answered {response.status_code}: {response.content!r}")
+
+    return call
+
+
 BUILDERS: dict[str, Callable[[Bench], Callable[[], object]]] = {
     "floor": op_floor,
     "upsert": op_upsert,
     "mint": op_mint,
     "resume": op_resume,
+    "rest": op_rest,
 }
+
+
+def rest_client() -> Any:
+    """DRF's test client, authenticated as the bench's user by a ``rest_framework.authtoken`` token."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-answerer")
+    token, _ = Token.objects.get_or_create(user=user)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+URLCONF = "bench_lifecycle_urls"
+
+
+def install_urls() -> None:
+    """The app's URLs where the README mounts them, as the module ``ROOT_URLCONF`` names."""
+    import types
+
+    from django.urls import include, path
+
+    module = types.ModuleType(URLCONF)
+    module.urlpatterns = [path("api/turnstate/", include("turnstate_app.urls"))]  # type: ignore[attr-defined]
+    sys.modules[URLCONF] = module
 
 
 def run_round(bench: Bench, round_no: int, n: int, chunk: int) -> dict[str, list[int]]:
     """Each operation n times, taking turns in chunks; resume consumes tokens minted earlier."""
     truncate(bench.target)
     bench.tokens.clear()
+    bench.rest_tokens.clear()
+    for _ in range(n):  # tokens for the REST resume, minted outside its timing
+        op_mint(bench, bench.rest_tokens)()
     for _ in range(chunk):  # a stock of tokens so resume can take its turn before mint's first chunk
         op_mint(bench)()
     samples: dict[str, list[int]] = {op: [] for op in OPS}
@@ -204,12 +281,13 @@ def run_round(bench: Bench, round_no: int, n: int, chunk: int) -> dict[str, list
 def truncate(target: Target) -> None:
     from django.db import connection
 
+    quote = connection.ops.quote_name
     with connection.cursor() as cur:
         if target.vendor == "postgresql":
-            cur.execute("TRUNCATE " + ", ".join(f'"{t}"' for t in TABLES))
+            cur.execute("TRUNCATE " + ", ".join(quote(t) for t in TABLES))
         else:
             for table in TABLES:
-                cur.execute(f'DELETE FROM "{table}"')
+                cur.execute(f"DELETE FROM {quote(table)}")
     if target.vendor == "postgresql":
         with connection.cursor() as cur:
             for table in TABLES:
@@ -220,21 +298,37 @@ def truncate(target: Target) -> None:
 
 
 def statement_counts(bench: Bench) -> dict[str, Any]:
-    """The statements one warm call of each operation sends, as Django logs them (and, on PG, libpq)."""
+    """The statements one warm call of each operation sends, as Django logs them and as the database saw them.
+
+    PostgreSQL: libpq's protocol trace (statements, round trips, commits). SQLite: its trace
+    callback (statements the engine ran, commits; no round trips in-process). MariaDB/MySQL:
+    the session's status counters (statements sent, each a round trip; commits).
+    """
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     out: dict[str, Any] = {}
-    for op in ("upsert", "mint", "resume"):
+    for op in ("upsert", "mint", "resume", "rest"):
+        if op == "rest":
+            op_mint(bench, bench.rest_tokens)()
         call = BUILDERS[op](bench)
         with CaptureQueriesContext(connection) as ctx:
             call()
         logged = [q["sql"] for q in ctx.captured_queries]
         data = [sql for sql in logged if not sql.lstrip().upper().startswith(TRANSACTION_CONTROL)]
         out[op] = {"data_statements": len(data), "logged": len(logged), "sql": logged}
+        if op == "rest":
+            op_mint(bench, bench.rest_tokens)()
+        elif op == "resume":
+            op_mint(bench)()
+        call = BUILDERS[op](bench)  # unobserved, as timed
+        connection.ensure_connection()
         if bench.target.vendor == "postgresql":
-            connection.ensure_connection()
-            out[op]["protocol"] = pg_protocol_counts(connection.connection.pgconn, BUILDERS[op](bench))
+            out[op]["protocol"] = pg_protocol_counts(connection.connection.pgconn, call)
+        elif bench.target.vendor == "sqlite":
+            out[op]["protocol"] = sqlite_statement_counts(connection.connection, call)
+        else:
+            out[op]["protocol"] = mysql_statement_counts(connection.connection, call)
     return out
 
 
@@ -268,13 +362,11 @@ def render(
     unit_rounds = [median(r["upsert"]) for r in rounds]
     rows: list[dict[str, Any]] = []
     out = io.StringIO()
-    has_protocol = "protocol" in counts["upsert"]
+    vendor = counts.get("vendor", "postgresql")
     cols = (
         f"{'operation':<27} {'median':>9} {'p95':>9} {'x upsert':>9} {'rounds x upsert':>16} "
-        f"{'data stmts':>10} {'logged':>6}"
+        f"{'data stmts':>10} {'logged':>6} {'db stmts':>8} {'round trips':>11} {'commits':>7}"
     )
-    if has_protocol:
-        cols += f" {'wire stmts':>10} {'round trips':>11}"
     out.write(title + "\n\n" + cols + "\n" + "-" * len(cols) + "\n")
     for op in OPS:
         stats = summary_us(samples[op])
@@ -292,22 +384,25 @@ def render(
         c = counts.get(op)
         if c is not None:
             row["data_statements"], row["logged_statements"] = c["data_statements"], c["logged"]
-            line += f" {c['data_statements']:>10} {c['logged']:>6}"
-            if has_protocol:
-                p = c["protocol"]
-                row["protocol"] = p
-                line += f" {p['statements']:>10} {p['round_trips']:>11}"
+            p = c["protocol"]
+            row["protocol"] = p
+            line += (
+                f" {c['data_statements']:>10} {c['logged']:>6} {p.get('statements', '-')!s:>8}"
+                f" {p.get('round_trips', '-')!s:>11} {p['commits']:>7}"
+            )
         rows.append(row)
         out.write(line + "\n")
+    resume = next(r for r in rows if r["op"] == "resume")
+    rest = next(r for r in rows if r["op"] == "rest")
+    rest_rounds = [median(r["rest"]) / median(r["resume"]) for r in rounds]
+    out.write(
+        f"\nREST / resume_pause: {rest['median_us'] / resume['median_us']:.2f}x "
+        f"(rounds {min(rest_rounds):.2f}-{max(rest_rounds):.2f})\n"
+    )
     out.write(
         "\nTimes in us per call. 'x upsert' = median / the port upsert's median in the same run;\n"
         "'rounds x upsert' = range of the per-round ratios. data stmts = CaptureQueriesContext without\n"
-        "BEGIN/COMMIT/SAVEPOINT/RELEASE; logged = all it captured"
-    )
-    out.write(
-        "; wire stmts and round trips = libpq's protocol trace\n(BEGIN and COMMIT included).\n"
-        if has_protocol
-        else ".\n"
+        "BEGIN/COMMIT/SAVEPOINT/RELEASE; logged = all it captured. " + COUNTS_NOTE[vendor]
     )
     return out.getvalue(), rows
 
@@ -318,7 +413,9 @@ def render(
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument(
-        "--database", required=True, help=f"'sqlite' or a postgres:// URL (e.g. {DEFAULT_PG_URL})"
+        "--database",
+        required=True,
+        help=f"'sqlite', a postgres:// URL (e.g. {DEFAULT_PG_URL}) or a mysql:// URL",
     )
     parser.add_argument("--n", type=int, default=500, help="calls per operation per round")
     parser.add_argument("--repeat", type=int, default=5, help="timed rounds, after one warm-up round")
@@ -344,7 +441,10 @@ def foreign_rows() -> int:
     with connection.cursor() as cur:
         total = 0
         for table in TABLES:
-            cur.execute(f"SELECT count(*) FROM \"{table}\" WHERE thread_id NOT LIKE 'bench-%%'")
+            cur.execute(
+                f"SELECT count(*) FROM {connection.ops.quote_name(table)} WHERE thread_id NOT LIKE %s",
+                ["bench-%"],
+            )
             row = cur.fetchone()
             total += int(row[0]) if row else 0
     return total
@@ -355,8 +455,19 @@ def main(argv: list[str] | None = None) -> int:
     target = make_target(args.database)
     if target.vendor == "postgresql":
         ensure_postgres_database(target.conninfo)
-    configure_django(target)
-    check_statements(target.vendor)
+    elif target.vendor == "mysql":
+        ensure_mysql_database(target)
+    configure_django(
+        target,
+        extra_apps=["rest_framework", "rest_framework.authtoken"],
+        ROOT_URLCONF=URLCONF,
+        REST_FRAMEWORK={
+            "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.TokenAuthentication"]
+        },
+    )
+    install_urls()
+    if target.vendor != "mysql":  # the floor runs the port's own MariaDB statement
+        check_statements(target.vendor)
     if (foreign := foreign_rows()) and not args.force:
         raise SystemExit(
             f"the tables hold {foreign} rows the bench did not write and it empties them: point --database "
@@ -364,7 +475,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     floor_call, floor_close, _ = make_floor(target)
     prompt, messages = make_transcript(args.value_bytes)
-    bench = Bench(target, prompt, messages, make_values(args.value_bytes), floor_call, deque())
+    bench = Bench(target, prompt, messages, make_values(args.value_bytes), floor_call, deque(), deque())
+    bench.client = rest_client()
     env = environment(target, server_version(target), args)
     started = time.monotonic()
     print(
@@ -385,11 +497,11 @@ def main(argv: list[str] | None = None) -> int:
     finish_environment(env, started)
 
     title = (
-        f"{'PostgreSQL' if target.vendor == 'postgresql' else 'SQLite'} "
+        f"{ {'postgresql': 'PostgreSQL', 'sqlite': 'SQLite', 'mysql': 'MariaDB'}[target.vendor] } "
         f"({env['database_server'].split(' on ')[0]}), n={args.n} x {args.repeat} rounds per operation, "
         f"transcript {args.value_bytes} B"
     )
-    table, rows = render(title, samples, rounds, counts)
+    table, rows = render(title, samples, rounds, {**counts, "vendor": target.vendor})
     print("\n" + table)
     profile_text = profile(bench, min(args.n, 200)) if args.profile else None
     if profile_text:

@@ -397,19 +397,27 @@ def data_statements(queries: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(DATA)]
 
 
+def savepoints(queries: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if "SAVEPOINT" in q["sql"].upper()]
+
+
 def test_statements_per_mint_and_resume() -> None:
+    """Mint: its three writes. Resume: one read of the ledger row with its turn state, the
+    conditional UPDATE and the answer. Neither opens a savepoint inside its own transaction."""
     with CaptureQueriesContext(connection) as minting:
         minted = mint(1)
     assert len(data_statements(minting)) == 3, data_statements(minting)
+    assert savepoints(minting) == []
     with CaptureQueriesContext(connection) as resuming:
         resume_pause(minted.token, "x")
-    assert len(data_statements(resuming)) == 4, data_statements(resuming)
+    assert len(data_statements(resuming)) == 3, data_statements(resuming)
+    assert savepoints(resuming) == []
 
     lost = mint(1, tool_call_id="call-2")
     lose_turn_state(lost)
     with CaptureQueriesContext(connection) as resuming_lost:
-        resume_pause(lost.token, "x")
-    assert len(data_statements(resuming_lost)) == 5, data_statements(resuming_lost)
+        resume_pause(lost.token, "x")  # whether the request is recorded: the same read says
+    assert len(data_statements(resuming_lost)) == 3, data_statements(resuming_lost)
 
 
 def test_pause_status_choices() -> None:

@@ -190,6 +190,13 @@ def effective_status_q(status: str, now: datetime) -> Q:
     raise ValueError(f"unknown pause status {status!r}")
 
 
+def effective_status_at(status: str, expires_at: datetime, now: datetime) -> str:
+    """:func:`effective_status_q` for one row already read: pending past its age is expired."""
+    if status == PauseStatus.PENDING and expires_at <= now:  # _past_age
+        return PauseStatus.EXPIRED.value
+    return status
+
+
 class PauseQuerySet(models.QuerySet["Pause"]):
     """The ledger's filters and its three state changes, so no caller hand-writes one."""
 

@@ -13,27 +13,12 @@ claim with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db.models import Q
 
 from turnstate_app.models import Pause, PauseQuerySet
-from turnstate_app.pauses.earned import ResumableCheck
 from turnstate_app.ports.limits import require_id
-
-
-@dataclass(frozen=True)
-class Lifecycle:
-    """What ``mint_pause`` stores beyond the contract's fields, checked before anything is written."""
-
-    answer_schema: dict[str, Any] | None = None
-    group: str | None = None
-    resumable_check: ResumableCheck | None = None
-
-
-NO_LIFECYCLE = Lifecycle()
 
 
 def check_group(group: str | None, thread_id: str) -> str | None:

@@ -7,8 +7,11 @@ answer) but one that says it cannot be continued.
 On the model port, when the store's rows and the ledger live in one database, the three
 writes commit together in one transaction, so no request or turn-state row is ever
 visible without its ledger row (a purge or an operator never meets half a pause), and
-the token is signed only after the commit. Any other port keeps the same order, write by
-write, through the port.
+the token is signed only after the commit. There the writes take the model port's own
+path (:func:`write_pause_fast`): no savepoints, the ledger row inserted without the ORM's
+per-call work, and on PostgreSQL the three statements in one round trip, so a mint costs
+two round trips and one commit. Any other port keeps the same order, write by write,
+through the port.
 """
 
 from __future__ import annotations
@@ -33,10 +36,13 @@ from turnstate_app.models import Pause
 from turnstate_app.pauses.answers import check_schema
 from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.earned import ResumableCheck, earned
-from turnstate_app.pauses.groups import NO_LIFECYCLE, Lifecycle, check_group
+from turnstate_app.pauses.groups import check_group
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
+from turnstate_app.ports.execution import pipelined
+from turnstate_app.ports.ledger import insert_pause
+from turnstate_app.ports.model import whole_transaction_writes
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, stamped_turn
 
 logger = logging.getLogger(__name__)
@@ -87,7 +93,8 @@ def mint_pause(
     turn-state record returns a token with ``resumable=False``.
     """
     store = store if store is not None else get_default_store()
-    lifecycle = Lifecycle(check_schema(answer_schema), check_group(group, thread_id), resumable_check)
+    answer_schema = check_schema(answer_schema)
+    group = check_group(group, thread_id)
     claims = PauseClaims(
         jti=new_jti(),
         run_id=run_id,
@@ -109,24 +116,23 @@ def mint_pause(
 
     expires_at = timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE)
     alias = shared_alias(store)
+    # The ledger row's own fields (its identity comes from the claims; ``resumable`` from the record).
+    ledger = {
+        "request_key": request_key,
+        "owner": owner,
+        "expires_at": expires_at,
+        "answer_schema": answer_schema,
+        "group": group,
+    }
+    rows = (store, claims, request_value, turn, encoded, ledger)
     if alias is None:
-        resumable, pause = write_pause(
-            store, claims, request_value, turn, encoded, request_key, owner, expires_at, lifecycle=lifecycle
-        )
+        resumable, pause = write_pause(*rows, resumable_check=resumable_check)
     else:
+        # A resumable_check must see the record land before the ledger row says so: the
+        # pipelined path knows that only at its end, so such a mint goes write by write.
+        fast = None if resumable_check else (lambda: write_pause_fast(*rows, alias=alias))
         resumable, pause = in_one_transaction(
-            alias,
-            lambda: write_pause(
-                store,
-                claims,
-                request_value,
-                turn,
-                encoded,
-                request_key,
-                owner,
-                expires_at,
-                lifecycle=lifecycle,
-            ),
+            alias, lambda: write_pause(*rows, resumable_check=resumable_check), fast=fast
         )
     if not resumable:
         logger.warning(
@@ -146,28 +152,45 @@ def write_pause(
     request_value: str,
     turn: TurnCheckpoint,
     encoded: str,
-    request_key: str,
-    owner: Any,
-    expires_at: Any,
-    alias: str | None = None,
-    lifecycle: Lifecycle = NO_LIFECYCLE,
+    ledger: dict[str, Any],
+    resumable_check: ResumableCheck | None = None,
 ) -> tuple[bool, Pause]:
     """The contract's three writes, in order: the request, the turn state, the ledger row."""
     if store.wired:
         store.write_request_sync(claims, request_value)
     # Inside a transaction the model port writes in a savepoint: a refused record rolls
     # back alone, and the pause is still minted, saying it is not resumable.
-    resumable = earned(store.record_sync(claims, turn, encoded=encoded), lifecycle.resumable_check, claims)
-    pause = Pause.objects.build(
-        claims,
-        request_key=request_key,
-        resumable=resumable,
-        owner=owner,
-        expires_at=expires_at,
-        answer_schema=lifecycle.answer_schema,
-        group=lifecycle.group,
-    )
+    resumable = earned(store.record_sync(claims, turn, encoded=encoded), resumable_check, claims)
+    pause = Pause.objects.build(claims, resumable=resumable, **ledger)
     pause.save(force_insert=True)
+    return resumable, pause
+
+
+def write_pause_fast(
+    store: TurnCheckpointStore,
+    claims: PauseClaims,
+    request_value: str,
+    turn: TurnCheckpoint,
+    encoded: str,
+    ledger: dict[str, Any],
+    *,
+    alias: str,
+) -> tuple[bool, Pause]:
+    """:func:`write_pause` on the model port's own path, inside the mint's one transaction.
+
+    The same three statements in the same order, through the same port, but without a
+    savepoint each and with the ledger row inserted as plain SQL; on PostgreSQL all three
+    travel in one pipeline. It is optimistic: on PostgreSQL a failed statement is known
+    only at the end, after the ledger row was sent saying the turn state was recorded. So
+    any failure raises, the caller rolls the whole attempt back and takes
+    :func:`write_pause`, whose savepoint reports which write failed.
+    """
+    with whole_transaction_writes(), pipelined(connections[alias]):
+        store.write_request_sync(claims, request_value)
+        resumable = store.record_sync(claims, turn, encoded=encoded)
+        pause = Pause.objects.build(claims, resumable=resumable, **ledger)
+        saved = insert_pause(pause, using=alias)
+    saved()
     return resumable, pause
 
 
@@ -176,8 +199,31 @@ MINT_ATTEMPTS = 3
 the same request row, say) wrote nothing, so it is tried again, as a whole."""
 
 
-def in_one_transaction(alias: str, write: Callable[[], tuple[bool, Pause]]) -> tuple[bool, Pause]:
-    """Run ``write`` in one transaction on ``alias``; retry a conflict unless the caller holds it."""
+class _FastPathFailedError(Exception):
+    """Something in the fast attempt failed; it is rolled back and the mint taken again, write by write."""
+
+
+def in_one_transaction(
+    alias: str,
+    write: Callable[[], tuple[bool, Pause]],
+    *,
+    fast: Callable[[], tuple[bool, Pause]] | None = None,
+) -> tuple[bool, Pause]:
+    """Run ``fast`` (if given) or else ``write`` in one transaction on ``alias``.
+
+    A failed ``fast`` attempt is rolled back whole and ``write`` runs instead; a failed
+    commit is not retried (it may have landed). ``write`` is retried on a conflict unless
+    the caller holds the transaction.
+    """
+    if fast is not None:
+        try:
+            with transaction.atomic(using=alias):
+                try:
+                    return fast()
+                except Exception as exc:
+                    raise _FastPathFailedError from exc
+        except _FastPathFailedError as failed:
+            logger.debug("the fast mint failed (%r); minting again write by write", failed.__cause__)
     retry = not connections[alias].in_atomic_block
     for attempt in range(1, MINT_ATTEMPTS + 1):
         try:

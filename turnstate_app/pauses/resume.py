@@ -4,36 +4,53 @@ Nothing is consumed until the token's signature, the ledger row, its status and 
 the person's right to answer and the stored records have all been checked. Then, in
 one transaction, ``UPDATE … WHERE jti = … AND status = 'pending'`` lets exactly one
 caller in any number of processes win, and that caller stores the answer.
+
+When the store is the model port in the ledger's own database, the ledger row and the
+turn state are read in one query, and the UPDATE and the answer's upsert run without a
+savepoint (the transaction is rolled back whole when either fails), on PostgreSQL in
+one pipeline: three round trips and one commit in all. Any other port is read and
+written through the port, step by step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import PermissionDenied
-from django.db import OperationalError, router, transaction
+from django.db import OperationalError, connections, router, transaction
 from django.utils import timezone
 
 from turnstate_app.conf import conf
+from turnstate_app.contracts import PauseClaims
 from turnstate_app.errors import (
     CheckpointLostError,
     PauseAlreadyAnsweredError,
     PauseCheckpointNotFoundError,
     PauseExpiredError,
 )
+from turnstate_app.keys import payload_key, turn_state_key
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet, PauseStatus
 from turnstate_app.pauses.answers import validate_answer
 from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.handoff import ResumedPause, after_answer
-from turnstate_app.pauses.mint import to_json
+from turnstate_app.pauses.mint import shared_alias, to_json
 from turnstate_app.pauses.tokens import read_token
 from turnstate_app.ports import get_default_store
+from turnstate_app.ports import ledger as ledger_sql
+from turnstate_app.ports.execution import pipelined
 from turnstate_app.ports.limits import require_value
-from turnstate_app.ports.model import reading_primary
-from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore
+from turnstate_app.ports.model import reading_primary, whole_transaction_writes
+from turnstate_app.turnstate import (
+    TurnCheckpoint,
+    TurnCheckpointStore,
+    checkpoint_from_record,
+    refuse_missing,
+)
 
 
 def resume_pause(
@@ -54,19 +71,22 @@ def resume_pause(
     claims = read_token(token)
     using = router.db_for_write(Pause)
     pauses = Pause.objects.using(using)
+    fast = shared_alias(store) == using  # the model port in the ledger's database: its own path
     now = timezone.now()
+    # The checks, in the documented order, before anything is consumed.
     with reading_primary():
-        pause = ledger_row(pauses, claims.jti, now)
+        pause, turn = read_pause(store, pauses, claims, now, fast=fast)
         refuse_unless_pending(pause, now, pauses)
         if user is not None:
             require_may_answer(pause, user)
-        checkpoint = stored_turn(store, claims)
+        checkpoint = stored_turn(turn, claims)
     validate_answer(pause.answer_schema, answer)
+    # The one winner.
     try:
         with transaction.atomic(using=using):
-            if not pauses.consume(claims.jti, now=now):
+            won = consume_and_answer(store, pauses, claims, answer_value, now, fast=fast)
+            if not won():
                 raise _LostTheRaceError
-            store.write_answer_sync(claims, answer_value)
     except (_LostTheRaceError, OperationalError) as exc:
         if isinstance(exc, OperationalError) and not is_serialization_failure(exc):
             raise
@@ -83,14 +103,87 @@ class _LostTheRaceError(Exception):
     """The conditional UPDATE matched no row: another caller consumed, expired or removed it."""
 
 
+class TurnSource(Protocol):
+    """Where :func:`stored_turn` loads the turn from: the store, or what the ledger query read."""
+
+    def load_sync(self, claims: PauseClaims) -> TurnCheckpoint: ...
+
+
+@dataclass(frozen=True)
+class ReadTurn:
+    """The turn-state row as the ledger query found it, loaded exactly as the store loads one."""
+
+    raw: str | None
+    request_recorded: bool
+
+    def load_sync(self, claims: PauseClaims) -> TurnCheckpoint:
+        if self.raw is None:
+            refuse_missing(claims, request_recorded=self.request_recorded)
+        return checkpoint_from_record(claims, self.raw)
+
+
+def read_pause(
+    store: TurnCheckpointStore, pauses: PauseQuerySet, claims: PauseClaims, now: datetime, *, fast: bool
+) -> tuple[Pause, TurnSource]:
+    """The ledger row and where its turn state is; on the model port's own path both in one query."""
+    if not fast:
+        return ledger_row(pauses, claims.jti, now), store
+    assert pauses.db is not None
+    found = ledger_sql.read_pause(
+        using=pauses.db,
+        jti=claims.jti,
+        thread_id=claims.thread_id,
+        checkpoint_id=claims.checkpoint_id,
+        turn_state_key=turn_state_key(claims),
+        request_key=payload_key(claims),
+        now=now,
+    )
+    if found.pause is None:
+        raise _not_in_ledger(claims.jti)
+    return found.pause, ReadTurn(found.turn_state, found.request_recorded)
+
+
+def consume_and_answer(
+    store: TurnCheckpointStore,
+    pauses: PauseQuerySet,
+    claims: PauseClaims,
+    answer_value: str,
+    now: datetime,
+    *,
+    fast: bool,
+) -> Callable[[], bool]:
+    """Inside the caller's transaction: the conditional UPDATE, then the answer. Says who won.
+
+    On the model port's own path the answer is written without a savepoint (the caller's
+    transaction rolls back whole when it fails or the UPDATE lost) and, on PostgreSQL,
+    in one pipeline with the UPDATE, before the UPDATE's outcome is known: a loser's
+    answer goes with its rolled-back transaction.
+    """
+    if not fast:
+        if not pauses.consume(claims.jti, now=now):
+            return lambda: False
+        store.write_answer_sync(claims, answer_value)
+        return lambda: True
+    assert pauses.db is not None
+    connection = connections[pauses.db]
+    with whole_transaction_writes(), pipelined(connection):
+        won = ledger_sql.consume(connection, using=pauses.db, jti=claims.jti, now=now)
+        store.write_answer_sync(claims, answer_value)
+    return won
+
+
 def ledger_row(pauses: PauseQuerySet, jti: str, now: datetime) -> Pause:
     """The ledger row with its effective status at ``now``; ``PauseCheckpointNotFoundError`` if gone."""
     pause = pauses.with_effective_status(now).filter(jti=jti).first()
     if pause is None:
-        raise PauseCheckpointNotFoundError(
-            f"no pause {jti!r} is in the ledger: it was never minted here, or was purged"
-        )
+        raise _not_in_ledger(jti)
     return pause
+
+
+def _not_in_ledger(jti: str) -> PauseCheckpointNotFoundError:
+    return PauseCheckpointNotFoundError(
+        f"no pause {jti!r} is in the ledger: it was never minted here, or was purged"
+    )
 
 
 async def aresume_pause(
@@ -125,9 +218,9 @@ def require_may_answer(pause: Pause, user: Any) -> None:
     raise PermissionDenied("only the pause's owner or staff may answer it")
 
 
-def stored_turn(store: TurnCheckpointStore, claims: Any) -> TurnCheckpoint | None:
+def stored_turn(turn: TurnSource, claims: Any) -> TurnCheckpoint | None:
     """The turn to continue; None when only the request is stored (answerable, not continuable)."""
     try:
-        return store.load_sync(claims)
+        return turn.load_sync(claims)
     except CheckpointLostError:
         return None

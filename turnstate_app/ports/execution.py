@@ -12,6 +12,9 @@ statement itself on a fast database.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -22,18 +25,24 @@ from turnstate_app.conf import conf
 _driver_cursors: WeakKeyDictionary[BaseDatabaseWrapper, tuple[Any, Any]] = WeakKeyDictionary()
 
 
+Outcome = tuple[int, Any, Any]
+"""A statement's rowcount, its first row (None when it returns none) and the driver's lastrowid."""
+
+
+def observed(connection: BaseDatabaseWrapper) -> bool:
+    """Whether anyone logs or wraps this connection's queries: then every statement takes Django's path."""
+    return bool(connection.queries_logged or connection.execute_wrappers)
+
+
 def run_statement(
     connection: BaseDatabaseWrapper, portable_sql: str, native_sql: str, params: tuple[Any, ...]
 ) -> tuple[int, Any]:
     """Execute one statement; return its rowcount and its first row (None when it has none)."""
-    if connection.queries_logged or connection.execute_wrappers:
+    if observed(connection):
         with connection.cursor() as cursor:
             cursor.execute(portable_sql, params)
             return int(cursor.rowcount), _first_row(cursor)
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    connection.validate_no_broken_transaction()
+    _guard(connection)
     with connection.wrap_database_errors:
         cursor, prepare = _driver_cursor(connection)
         if prepare:
@@ -41,6 +50,72 @@ def run_statement(
         else:
             cursor.execute(native_sql, params)
         return int(cursor.rowcount), _first_row(cursor)
+
+
+def start_statement(
+    connection: BaseDatabaseWrapper, portable_sql: str, native_sql: str, params: tuple[Any, ...]
+) -> Callable[[], Outcome]:
+    """Send one statement on a cursor of its own; the returned call gives its :data:`Outcome`.
+
+    Inside :func:`pipelined` the outcome is known only once the block has ended (the
+    pipeline's one round trip), so it is read when asked, not when sent.
+    """
+    if observed(connection):
+        with connection.cursor() as logged:
+            logged.execute(portable_sql, params)
+            done: Outcome = (int(logged.rowcount), _first_row(logged), getattr(logged, "lastrowid", None))
+        return lambda: done
+    _guard(connection)
+    with connection.wrap_database_errors:
+        _, prepare = _driver_cursor(connection)
+        driver = connection.connection
+        if connection.vendor == "postgresql":
+            import psycopg
+
+            cursor: Any = psycopg.Cursor(driver)
+            cursor.execute(native_sql, params, prepare=prepare or None)
+        else:
+            cursor = driver.cursor()
+            cursor.execute(native_sql, params)
+
+    def outcome() -> Outcome:
+        with connection.wrap_database_errors:
+            return int(cursor.rowcount), _first_row(cursor), getattr(cursor, "lastrowid", None)
+
+    return outcome
+
+
+@contextmanager
+def pipelined(connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """Within the block, the port's statements on ``connection`` travel together where the driver can.
+
+    On psycopg 3 they go in one pipeline: sent one after the other without waiting, answered
+    in one round trip when the block ends. Each is still its own statement, executed in order
+    in the caller's transaction; the first that fails raises when the block ends, and the
+    server skips every later one. Elsewhere, and whenever the connection is observed, each
+    runs when sent, as always.
+    """
+    if connection.vendor != "postgresql" or observed(connection) or not _pipelines_supported():
+        yield
+        return
+    _guard(connection)
+    with connection.wrap_database_errors, connection.connection.pipeline():
+        yield
+
+
+@cache
+def _pipelines_supported() -> bool:
+    import psycopg
+
+    return bool(psycopg.Pipeline.is_supported())
+
+
+def _guard(connection: BaseDatabaseWrapper) -> None:
+    """What Django's cursor checks before each statement, without the cursor."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    connection.validate_no_broken_transaction()
 
 
 def _first_row(cursor: Any) -> Any:

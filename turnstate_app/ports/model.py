@@ -7,7 +7,8 @@ write or both win a claim. The sync twins exist so sync Django code pays no
 
 Inside a caller's open transaction each write runs in its own savepoint, so a
 refused write leaves that transaction usable. Such a write has landed only once the
-caller commits.
+caller commits. The lifecycle's own transactions, which roll back whole when any of
+their writes fails, opt out of that savepoint (:func:`whole_transaction_writes`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from turnstate_app.ports.packets import require_fits_packet
 from turnstate_app.ports.statements import statements_for
 
 _read_primary: ContextVar[bool] = ContextVar("turnstate_read_primary", default=False)
+_whole_transaction: ContextVar[bool] = ContextVar("turnstate_whole_transaction", default=False)
 
 
 @contextmanager
@@ -42,6 +44,21 @@ def reading_primary() -> Iterator[None]:
         yield
     finally:
         _read_primary.reset(token)
+
+
+@contextmanager
+def whole_transaction_writes() -> Iterator[None]:
+    """Within this block the model port writes without a savepoint of its own.
+
+    Only for a transaction that its owner rolls back whole when any write in it fails (the
+    lifecycle's mint and resume): there the savepoint would keep nothing usable and costs
+    two statements (two round trips on a network database).
+    """
+    token = _whole_transaction.set(True)
+    try:
+        yield
+    finally:
+        _whole_transaction.reset(token)
 
 
 def _model() -> Any:
@@ -147,7 +164,7 @@ class ModelCheckpointCommandPort:
         portable, native = getattr(statements, statement), getattr(statements, f"native_{statement}")
         if connection.vendor == "mysql":
             require_fits_packet(connection, native, params)
-        if not connection.in_atomic_block:
+        if not connection.in_atomic_block or _whole_transaction.get():
             return run_statement(connection, portable, native, params)[0]
         # Inside the caller's transaction: a savepoint, so a refused write leaves it usable.
         with transaction.atomic(using=alias):
