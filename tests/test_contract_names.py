@@ -15,6 +15,7 @@ CONTRACT = {
         "PayloadBindingError",
         "PauseAlreadyAnsweredError",
         "PauseExpiredError",
+        "AnswerValidationError",
     ],
     "turnstate_app.checkpoints": [
         "ASK_USER_REQUEST_KEY_PREFIX",
@@ -45,6 +46,20 @@ CONTRACT = {
         "ResumedPause",
         "pause_minted",
         "pause_answered",
+        "ContinueResult",
+    ],
+    "turnstate_app.contrib.langgraph": [
+        "DjangoCheckpointSaver",
+        "pause_interrupts",
+        "apause_interrupts",
+        "continue_graph",
+        "acontinue_graph",
+    ],
+    "turnstate_app.contrib.pydantic_ai": [
+        "DjangoConversationStore",
+        "pause_deferred",
+        "continue_agent",
+        "acontinue_agent",
     ],
 }
 
@@ -71,3 +86,22 @@ def test_the_keys_module_and_the_contract_paths_agree() -> None:
     assert checkpoints.payload_key is keys.payload_key
     assert turnstate.turn_state_key is keys.turn_state_key
     assert checkpoints.ASK_USER_REQUEST_KEY_PREFIX is keys.ASK_USER_REQUEST_KEY_PREFIX
+
+
+def test_every_integration_returns_the_one_continue_result() -> None:
+    """One ``ContinueResult`` class, shared by every integration (contract section 3)."""
+    import typing
+
+    from turnstate_app.contrib.langgraph import acontinue_graph, continue_graph
+    from turnstate_app.contrib.pydantic_ai import acontinue_agent, continue_agent
+    from turnstate_app.pauses import ContinueResult
+
+    for continues in (continue_graph, acontinue_graph, continue_agent, acontinue_agent):
+        assert typing.get_type_hints(continues)["return"] is ContinueResult, continues
+
+
+def test_answer_validation_error_is_a_turnstate_error_and_a_value_error() -> None:
+    from turnstate_app.errors import AnswerValidationError, TurnStateError
+
+    assert issubclass(AnswerValidationError, TurnStateError)
+    assert issubclass(AnswerValidationError, ValueError)
