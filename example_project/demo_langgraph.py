@@ -9,23 +9,21 @@ when anything goes wrong; stops everything it started.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from demo import Demo, DemoFailedError, create_postgres_database, expect, free_port, interrupt, say
+from demo_support import RESUME, Demo, DemoFailedError, expect, main, say
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SQLITE = HERE / "demo-langgraph.sqlite3"
-RESUME = "/api/turnstate/pauses/resume/"
 
 
 class LangGraphDemo(Demo):
+    title = "turnstate LangGraph demo"
+
     def state(self, step: str) -> dict[str, Any]:
         status, body = self.http("GET", f"/agents/trips/{self.thread_id}/", self.alice)
         expect(step, status == 200, status, body)
@@ -52,21 +50,10 @@ class LangGraphDemo(Demo):
         raise DemoFailedError(step, f"the worker did not get there within {timeout:.0f} s")
 
     def run(self) -> None:
-        started = time.monotonic()
-        say(f"turnstate LangGraph demo on {self.database_url.split('@')[-1]}  (logs: {self.logs})")
-        say()
-        if self.database_url.startswith(("postgres://", "postgresql://")):
-            create_postgres_database(self.database_url)
-        self.manage("prepare the database", "migrate", "--no-input")
-        if not self.database_url.startswith("sqlite"):
-            self.manage("empty the database", "flush", "--no-input")
-        people = json.loads(self.manage("create the demo users", "demo_users"))
+        people = self.prepare()
         self.alice = people["tokens"]["alice"]
 
-        server = self.start("server", "runserver", f"127.0.0.1:{self.port}", "--noreload")
-        worker = self.start("worker", "db_worker", "--interval", "0.2", "--no-startup-delay", "--no-reload")
-        self.wait_for_server("start the HTTP server")
-        self.require_alive("worker", "start the worker")
+        server, worker = self.start_server_and_worker()
         say(f"1. Started an HTTP server (pid {server.pid}) and a task worker (pid {worker.pid}).")
 
         run = json.loads(self.manage("run the graph", "run_trip", "--owner", "alice"))
@@ -157,33 +144,8 @@ class LangGraphDemo(Demo):
         expect("list orphans", "no orphaned interrupts or pauses" in listing, listing)
         say(f"9. manage.py turnstate_langgraph_orphans: {listing.strip()}")
         say()
-        say(f"Done in {time.monotonic() - started:.1f} s.")
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL") or "")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("DEMO_PORT") or 0))
-    options = parser.parse_args()
-    database_url = options.database_url
-    if not database_url:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{DEFAULT_SQLITE}{suffix}").unlink(missing_ok=True)  # a fresh database every run
-        database_url = f"sqlite:///{DEFAULT_SQLITE}"
-    demo = LangGraphDemo(database_url, options.port or free_port())
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        demo.run()
-    except DemoFailedError as failure:
-        say(f"\nDEMO FAILED: {failure}")
-        return 1
-    except KeyboardInterrupt:
-        say("\nInterrupted; stopping what the demo started.")
-        return 130
-    finally:
-        demo.stop_all()
-    return 0
+        say(f"Done in {self.elapsed():.1f} s.")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(LangGraphDemo, DEFAULT_SQLITE, __doc__))

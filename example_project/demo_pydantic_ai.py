@@ -8,39 +8,25 @@ naming the step when anything goes wrong, and stops everything it started.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from demo import Demo, DemoFailedError, create_postgres_database, expect, free_port, interrupt, say
+from demo_support import RESUME, Demo, expect, main, say, short
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SQLITE = HERE / "demo-pydantic-ai.sqlite3"
-RESUME = "/api/turnstate/pauses/resume/"
 
 
 class PydanticAIDemo(Demo):
+    title = "turnstate PydanticAI demo"
+
     def run(self) -> None:
-        started = time.monotonic()
-        say(f"turnstate PydanticAI demo on {self.database_url.split('@')[-1]}  (logs: {self.logs})")
-        say()
-        if self.database_url.startswith(("postgres://", "postgresql://")):
-            create_postgres_database(self.database_url)
-        self.manage("prepare the database", "migrate", "--no-input")
-        if not self.database_url.startswith("sqlite"):
-            self.manage("empty the database", "flush", "--no-input")
-        people = json.loads(self.manage("create the demo users", "demo_users"))
+        people = self.prepare()
         alice, admin = people["tokens"]["alice"], people["tokens"]["admin"]
 
-        server = self.start("server", "runserver", f"127.0.0.1:{self.port}", "--noreload")
-        worker = self.start("worker", "db_worker", "--interval", "0.2", "--no-startup-delay", "--no-reload")
-        self.wait_for_server("start the HTTP server")
-        self.require_alive("worker", "start the worker")
+        server, worker = self.start_server_and_worker()
         say(f"1. Started an HTTP server (pid {server.pid}) and a task worker (pid {worker.pid}).")
 
         trip = json.loads(self.manage("run the agent", "run_booking_agent", "--owner", "alice"))
@@ -92,7 +78,7 @@ class PydanticAIDemo(Demo):
             " and continued it once:"
         )
         for message in after["transcript"][-3:]:
-            say(f"   + {describe(message)}")
+            say(f"   + {short(message)}")
 
         again = json.loads(self.manage("redeliver the answer", "continue_booking", approval["jti"]))
         expect(
@@ -106,41 +92,9 @@ class PydanticAIDemo(Demo):
         )
 
         say()
-        say(f"Done in {time.monotonic() - started:.1f} s. The conversation is in the admin under")
+        say(f"Done in {self.elapsed():.1f} s. The conversation is in the admin under")
         say(f"   PydanticAI conversations (user: admin, password: {people['admin_password']}).")
 
 
-def describe(message: dict[str, Any]) -> str:
-    if "tool_calls" in message:
-        call = message["tool_calls"][0]
-        return f"[{message['role']}] calls {call['name']}({json.dumps(call.get('arguments', {}))})"
-    return f"[{message['role']}] {message.get('content')}"
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL") or "")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("DEMO_PORT") or 0))
-    options = parser.parse_args()
-    database_url = options.database_url
-    if not database_url:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{DEFAULT_SQLITE}{suffix}").unlink(missing_ok=True)  # a fresh database every run
-        database_url = f"sqlite:///{DEFAULT_SQLITE}"
-    demo = PydanticAIDemo(database_url, options.port or free_port())
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        demo.run()
-    except DemoFailedError as failure:
-        say(f"\nDEMO FAILED: {failure}")
-        return 1
-    except KeyboardInterrupt:
-        say("\nInterrupted; stopping what the demo started.")
-        return 130
-    finally:
-        demo.stop_all()
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(PydanticAIDemo, DEFAULT_SQLITE, __doc__))

@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from tests.demo_runs import only_on_sqlite, run_demo
 
-ROOT = Path(__file__).resolve().parent.parent
-
-pytestmark = pytest.mark.skipif(
-    not (os.environ.get("DATABASE_URL") or "sqlite").startswith("sqlite"),
-    reason="the demo runs once per leg, on its own SQLite file; the database legs test the app",
-)
+pytestmark = only_on_sqlite
 
 
 def test_the_langgraph_demo_runs_end_to_end(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "example_project" / "demo_langgraph.py"),
-            "--database-url",
-            f"sqlite:///{tmp_path / 'demo.sqlite3'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"},
-    )
+    result = run_demo("demo_langgraph.py", f"sqlite:///{tmp_path / 'demo.sqlite3'}", timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "stopped at two parallel interrupts" in out

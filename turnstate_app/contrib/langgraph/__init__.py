@@ -7,7 +7,9 @@ ready (in a settings module, an ``AppConfig``) works.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from turnstate_app.contrib._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from turnstate_app.contrib.langgraph.bridge import (
@@ -46,16 +48,4 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module_path = _EXPORTS.get(name)
-    if module_path is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module_path), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -13,9 +13,9 @@ from typing import Any
 
 from django.db import router
 
+from turnstate_app.contrib._retention import unpaused_stored_threads
 from turnstate_app.contrib.langgraph.maintenance import delete_threads
 from turnstate_app.contrib.langgraph.models import Checkpoint
-from turnstate_app.models import Pause
 from turnstate_app.signals import pauses_purged, thread_erased
 
 
@@ -24,19 +24,9 @@ def erase_thread_checkpoints(sender: Any, thread_id: str, **_: Any) -> None:
 
 
 def purge_orphaned_checkpoints(sender: Any, thread_ids: list[str], using: str, **_: Any) -> None:
-    still_paused = set(
-        Pause.objects.using(using).filter(thread_id__in=thread_ids).values_list("thread_id", flat=True)
-    )
-    gone = [thread_id for thread_id in thread_ids if thread_id not in still_paused]
-    if not gone:
-        return
-    alias = router.db_for_write(Checkpoint)
-    # Most purged threads were never LangGraph's: look before deleting from three tables.
-    stored = set(
-        Checkpoint.objects.using(alias).filter(thread_id__in=gone).values_list("thread_id", flat=True)
-    )
+    alias, stored = unpaused_stored_threads(Checkpoint, "thread_id", thread_ids, using)
     if stored:
-        delete_threads(alias, sorted(stored))
+        delete_threads(alias, stored)
 
 
 def connect_retention() -> None:

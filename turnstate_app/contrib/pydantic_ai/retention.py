@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import router
 
+from turnstate_app.contrib._retention import unpaused_stored_threads
 from turnstate_app.contrib.pydantic_ai.erasure import erase_conversations, family_of
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation
 from turnstate_app.models import Pause
@@ -26,21 +27,9 @@ def erase_thread_conversation(sender: Any, thread_id: str, **_: Any) -> None:
 
 
 def purge_orphaned_conversations(sender: Any, thread_ids: list[str], using: str, **_: Any) -> None:
-    still_paused = set(
-        Pause.objects.using(using).filter(thread_id__in=thread_ids).values_list("thread_id", flat=True)
-    )
-    gone = [thread_id for thread_id in thread_ids if thread_id not in still_paused]
-    if not gone:
-        return
-    alias = router.db_for_write(StoredConversation)
-    # Most purged threads were never conversations: look before erasing.
-    stored = set(
-        StoredConversation.objects.using(alias)
-        .filter(conversation_id__in=gone)
-        .values_list("conversation_id", flat=True)
-    )
+    alias, stored = unpaused_stored_threads(StoredConversation, "conversation_id", thread_ids, using)
     doomed: list[str] = []
-    for conversation_id in sorted(stored):
+    for conversation_id in stored:
         forks = family_of(alias, [conversation_id]) - {conversation_id}
         # A fork with pauses of its own needs the entries it shares: it must stay resumable.
         if not forks or not Pause.objects.using(using).filter(thread_id__in=sorted(forks)).exists():

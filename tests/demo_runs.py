@@ -1,0 +1,32 @@
+"""Runs an example_project demo script end to end, as `make demo*` and CI run it.
+
+The demo tests share this so each keeps only what its demo must show. A demo starts its own
+server and worker on its own SQLite file, so the tests run once per leg, on the SQLite leg.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+only_on_sqlite = pytest.mark.skipif(
+    not (os.environ.get("DATABASE_URL") or "sqlite").startswith("sqlite"),
+    reason="the demo runs once per leg, on its own SQLite file; the database legs test the app",
+)
+
+
+def run_demo(script: str, database_url: str, *, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``example_project/<script>`` in a fresh interpreter and return what it printed."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "example_project" / script), "--database-url", database_url],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"},
+    )
