@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-races lint demo bench clean
+.PHONY: docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -65,9 +65,14 @@ $(VENV6)/.installed: pyproject.toml
 	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai]' 'Django>=6,<7'
 	@touch $@
 
-test-django6: $(VENV6)/.installed | gettext
+test-django6: test-django6-sqlite test-django6-postgres
+
+test-django6-sqlite: $(VENV6)/.installed | gettext
 	$(VENV6)/bin/python -c "import django; print('Django', django.get_version())"
 	DATABASE_URL= $(VENV6)/bin/pytest $(PYTEST_ARGS)
+
+test-django6-postgres: $(VENV6)/.installed | gettext
+	$(VENV6)/bin/python -c "import django; print('Django', django.get_version())"
 	DATABASE_URL=$(PG_URL) $(VENV6)/bin/pytest $(PYTEST_ARGS)
 
 # Timing-only races: many unforced repetitions. Not gating, and not in .ci/run.
