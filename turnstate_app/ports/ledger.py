@@ -49,6 +49,7 @@ class LedgerStatements:
     insert: str
     native_insert: str
     insert_fields: tuple[Field[Any, Any], ...]
+    insert_plain: tuple[bool, ...]
     returns_pk: bool
     read: str
     native_read: str
@@ -80,6 +81,8 @@ def ledger_statements(alias: str) -> LedgerStatements:
     insert_fields = tuple(
         f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated
     )
+    # A field whose pre_save is the plain attribute read (no auto_now, no override) is read directly.
+    insert_plain = tuple(_plain_pre_save(f) for f in insert_fields)
     returns_pk = meta.auto_field is not None and connection.features.can_return_columns_from_insert
     insert = (
         f"INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
@@ -124,6 +127,7 @@ def ledger_statements(alias: str) -> LedgerStatements:
         insert=insert,
         native_insert=native(insert),
         insert_fields=insert_fields,
+        insert_plain=insert_plain,
         returns_pk=returns_pk,
         read=read,
         native_read=native(read),
@@ -132,6 +136,14 @@ def ledger_statements(alias: str) -> LedgerStatements:
         consume=consume,
         native_consume=native(consume),
     )
+
+
+def _plain_pre_save(field: Any) -> bool:
+    """Whether ``field.pre_save(instance, add)`` is just ``getattr(instance, field.attname)``."""
+    pre_save = type(field).pre_save
+    if pre_save is Field.pre_save:
+        return True
+    return pre_save is models.DateTimeField.pre_save and not (field.auto_now or field.auto_now_add)
 
 
 def saving_is_observed() -> bool:
@@ -154,10 +166,8 @@ def insert_pause(pause: Any, *, using: str) -> Callable[[], None]:
     connection = connections[using]
     statements = ledger_statements(using)
     params = tuple(
-        prepared(value, field, connection)
-        for field, value in zip(
-            statements.insert_fields, [f.pre_save(pause, True) for f in statements.insert_fields], strict=True
-        )
+        prepared(getattr(pause, field.attname) if plain else field.pre_save(pause, True), field, connection)
+        for field, plain in zip(statements.insert_fields, statements.insert_plain, strict=True)
     )
     sent = start_statement(connection, statements.insert, statements.native_insert, params)
 
