@@ -387,7 +387,7 @@ def new_pause(model: type[Pause], claims: PauseClaims, **fields: Any) -> Pause:
     pays on every call. Anything that is not a plain column value (an owner instance, an
     unknown name) takes the keyword path and its checks.
     """
-    values = claims_fields(claims) | fields
+    values = {**claims_fields(claims), **fields}
     if values.get("owner", 0) is None:
         values["owner_id"] = values.pop("owner")
     args = [values.pop(name) if name in values else default() for name, default in _columns(model)]

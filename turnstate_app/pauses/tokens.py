@@ -73,7 +73,7 @@ class _TokenSigner(signing.TimestampSigner):
         key = key or self.key
         mac = self._macs.get(key)
         if mac is None:
-            mac = self._macs[key] = salted_hmac(self.salt + "signer", b"", key, algorithm=self.algorithm)
+            mac = self._macs[key] = salted_hmac(f"{TOKEN_SALT}signer", b"", key, algorithm=self.algorithm)
         keyed = mac.copy()
         keyed.update(force_bytes(value))
         return signing.b64_encode(keyed.digest()).decode()

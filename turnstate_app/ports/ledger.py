@@ -54,7 +54,8 @@ class LedgerStatements:
     read: str
     native_read: str
     read_fields: tuple[Field[Any, Any], ...]
-    read_converters: tuple[tuple[Any, tuple[Callable[..., Any], ...]], ...]
+    read_attnames: tuple[str, ...]
+    read_converters: tuple[tuple[int, Any, tuple[Callable[..., Any], ...]], ...]
     consume: str
     native_consume: str
 
@@ -109,13 +110,13 @@ def ledger_statements(alias: str) -> LedgerStatements:
         f"(SELECT 1 FROM {rows_table} WHERE {at}) "
         f"FROM {table} WHERE {table}.{column('jti')} = %s"
     )
+    # Only the columns that have converters (the rest are taken as the driver gives them).
     converters = tuple(
-        (
-            expression,
-            tuple(connection.ops.get_db_converters(expression) + f.get_db_converters(connection)),
-        )
-        for f in read_fields
+        (i, expression, found)
+        for i, f in enumerate(read_fields)
         for expression in [f.get_col(meta.db_table)]
+        for found in [tuple(connection.ops.get_db_converters(expression) + f.get_db_converters(connection))]
+        if found
     )
 
     # CONSUME: PauseQuerySet.consume, as one conditional UPDATE.
@@ -132,6 +133,7 @@ def ledger_statements(alias: str) -> LedgerStatements:
         read=read,
         native_read=native(read),
         read_fields=read_fields,
+        read_attnames=tuple(f.attname for f in read_fields),
         read_converters=converters,
         consume=consume,
         native_consume=native(consume),
@@ -241,10 +243,10 @@ def read_pause(
         return LedgerRead(None, None, False)
     width = len(statements.read_fields)
     values = list(row[:width])
-    for i, (expression, converters) in enumerate(statements.read_converters):
+    for i, expression, converters in statements.read_converters:
         for convert in converters:
             values[i] = convert(values[i], expression, connection)
-    pause = _pause_model().from_db(using, [f.attname for f in statements.read_fields], values)
+    pause = _pause_model().from_db(using, statements.read_attnames, values)
     setattr(pause, EFFECTIVE_STATUS, effective_status_at(pause.status, pause.expires_at, now))
     turn_state = row[width]
     return LedgerRead(pause, None if turn_state is None else str(turn_state), row[width + 1] is not None)
