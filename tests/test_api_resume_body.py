@@ -1,4 +1,4 @@
-"""The resume endpoint's body check takes exactly what ``ResumeRequestSerializer`` takes, and refuses the same way."""
+"""The resume endpoint's body check takes what ``ResumeRequestSerializer`` takes, and refuses alike."""
 
 from __future__ import annotations
 
