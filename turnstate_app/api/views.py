@@ -31,6 +31,7 @@ from turnstate_app.api.filters import CheckpointFilter, PauseFilter
 from turnstate_app.api.pagination import CreatedCursorPagination
 from turnstate_app.api.parsers import BoundedJSONParser
 from turnstate_app.api.permissions import IsAuthenticated, IsStaff
+from turnstate_app.api.resume_body import resumed_body, token_and_answer
 from turnstate_app.api.serializers import (
     CheckpointDetailSerializer,
     CheckpointRowSerializer,
@@ -120,15 +121,12 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
     )
     @action(detail=False, methods=["post"], url_path="resume")
     def resume(self, request: Request) -> Response:
-        body = ResumeRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        token, answer = token_and_answer(request.data)
         try:
-            resumed = resume_pause(
-                body.validated_data["token"], body.validated_data["answer"], user=request.user
-            )
+            resumed = resume_pause(token, answer, user=request.user)
         except CheckpointFieldError as exc:  # the lifecycle checks one value: the answer
             raise ValidationError({"answer": [exc.problem]}) from exc
-        return Response(ResumedSerializer(resumed).data)
+        return Response(resumed_body(resumed))
 
     @schema.operation(
         operation_id="turnstate_pauses_unresumable",

@@ -32,6 +32,7 @@ from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.keys import payload_key
+from turnstate_app.managers import new_pause
 from turnstate_app.models import Pause
 from turnstate_app.pauses.answers import check_schema
 from turnstate_app.pauses.conflicts import is_serialization_failure
@@ -161,7 +162,7 @@ def write_pause(
     # Inside a transaction the model port writes in a savepoint: a refused record rolls
     # back alone, and the pause is still minted, saying it is not resumable.
     resumable = earned(store.record_sync(claims, turn, encoded=encoded), resumable_check, claims)
-    pause = Pause.objects.build(claims, resumable=resumable, **ledger)
+    pause = new_pause(Pause, claims, resumable=resumable, **ledger)
     pause.save(force_insert=True)
     return resumable, pause
 
@@ -188,7 +189,7 @@ def write_pause_fast(
     with whole_transaction_writes(), pipelined(connections[alias]):
         store.write_request_sync(claims, request_value)
         resumable = store.record_sync(claims, turn, encoded=encoded)
-        pause = Pause.objects.build(claims, resumable=resumable, **ledger)
+        pause = new_pause(Pause, claims, resumable=resumable, **ledger)
         saved = insert_pause(pause, using=alias)
     saved()
     return resumable, pause

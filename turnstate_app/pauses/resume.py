@@ -34,7 +34,7 @@ from turnstate_app.errors import (
 )
 from turnstate_app.keys import payload_key, turn_state_key
 from turnstate_app.managers import effective_status
-from turnstate_app.models import Pause, PauseQuerySet, PauseStatus
+from turnstate_app.models import Pause, PauseStatus
 from turnstate_app.pauses.answers import validate_answer
 from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.handoff import ResumedPause, after_answer
@@ -70,13 +70,12 @@ def resume_pause(
     require_value(answer_value, max_bytes=conf.MAX_VALUE_BYTES)
     claims = read_token(token)
     using = router.db_for_write(Pause)
-    pauses = Pause.objects.using(using)
     fast = shared_alias(store) == using  # the model port in the ledger's database: its own path
     now = timezone.now()
     # The checks, in the documented order, before anything is consumed.
     with reading_primary():
-        pause, turn = read_pause(store, pauses, claims, now, fast=fast)
-        refuse_unless_pending(pause, now, pauses)
+        pause, turn = read_pause(store, using, claims, now, fast=fast)
+        refuse_unless_pending(pause, now, using)
         if user is not None:
             require_may_answer(pause, user)
         checkpoint = stored_turn(turn, claims)
@@ -84,7 +83,7 @@ def resume_pause(
     # The one winner.
     try:
         with transaction.atomic(using=using):
-            won = consume_and_answer(store, pauses, claims, answer_value, now, fast=fast)
+            won = consume_and_answer(store, using, claims, answer_value, now, fast=fast)
             if not won():
                 raise _LostTheRaceError
     except (_LostTheRaceError, OperationalError) as exc:
@@ -92,7 +91,7 @@ def resume_pause(
             raise
         # Another answer won (under REPEATABLE READ or SERIALIZABLE the database says so
         # with a serialization failure): say what the ledger holds now.
-        refuse_unless_pending(ledger_row(pauses, claims.jti, now), now, pauses)
+        refuse_unless_pending(ledger_row(using, claims.jti, now), now, using)
         raise PauseAlreadyAnsweredError(f"pause {claims.jti!r} was answered concurrently") from None
     resumed = ResumedPause(claims=claims, answer=answer, checkpoint=checkpoint)
     transaction.on_commit(lambda: after_answer(resumed), using=using)
@@ -123,14 +122,13 @@ class ReadTurn:
 
 
 def read_pause(
-    store: TurnCheckpointStore, pauses: PauseQuerySet, claims: PauseClaims, now: datetime, *, fast: bool
+    store: TurnCheckpointStore, using: str, claims: PauseClaims, now: datetime, *, fast: bool
 ) -> tuple[Pause, TurnSource]:
     """The ledger row and where its turn state is; on the model port's own path both in one query."""
     if not fast:
-        return ledger_row(pauses, claims.jti, now), store
-    assert pauses.db is not None
+        return ledger_row(using, claims.jti, now), store
     found = ledger_sql.read_pause(
-        using=pauses.db,
+        using=using,
         jti=claims.jti,
         thread_id=claims.thread_id,
         checkpoint_id=claims.checkpoint_id,
@@ -145,7 +143,7 @@ def read_pause(
 
 def consume_and_answer(
     store: TurnCheckpointStore,
-    pauses: PauseQuerySet,
+    using: str,
     claims: PauseClaims,
     answer_value: str,
     now: datetime,
@@ -160,21 +158,20 @@ def consume_and_answer(
     answer goes with its rolled-back transaction.
     """
     if not fast:
-        if not pauses.consume(claims.jti, now=now):
+        if not Pause.objects.using(using).consume(claims.jti, now=now):
             return lambda: False
         store.write_answer_sync(claims, answer_value)
         return lambda: True
-    assert pauses.db is not None
-    connection = connections[pauses.db]
+    connection = connections[using]
     with whole_transaction_writes(), pipelined(connection):
-        won = ledger_sql.consume(connection, using=pauses.db, jti=claims.jti, now=now)
+        won = ledger_sql.consume(connection, using=using, jti=claims.jti, now=now)
         store.write_answer_sync(claims, answer_value)
     return won
 
 
-def ledger_row(pauses: PauseQuerySet, jti: str, now: datetime) -> Pause:
+def ledger_row(using: str, jti: str, now: datetime) -> Pause:
     """The ledger row with its effective status at ``now``; ``PauseCheckpointNotFoundError`` if gone."""
-    pause = pauses.with_effective_status(now).filter(jti=jti).first()
+    pause = Pause.objects.using(using).with_effective_status(now).filter(jti=jti).first()
     if pause is None:
         raise _not_in_ledger(jti)
     return pause
@@ -193,7 +190,7 @@ async def aresume_pause(
     return await sync_to_async(resume_pause, thread_sensitive=True)(token, answer, user=user, store=store)
 
 
-def refuse_unless_pending(pause: Pause, now: datetime, pauses: PauseQuerySet) -> None:
+def refuse_unless_pending(pause: Pause, now: datetime, using: str) -> None:
     """Answered wins over age; a pending pause past its age becomes expired (only pending ones).
 
     ``pause`` carries its effective status (:func:`ledger_row`). When marking it expired
@@ -202,6 +199,7 @@ def refuse_unless_pending(pause: Pause, now: datetime, pauses: PauseQuerySet) ->
     if pause.status == PauseStatus.ANSWERED:
         raise PauseAlreadyAnsweredError(f"pause {pause.jti!r} has already been answered")
     if effective_status(pause) == PauseStatus.EXPIRED:
+        pauses = Pause.objects.using(using)  # built only here: an answerable pause never needs it
         if pause.status == PauseStatus.PENDING and not pauses.expire(now=now, jti=pause.jti):
             again = pauses.filter(jti=pause.jti).values_list("status", flat=True).first()
             if again == PauseStatus.ANSWERED:

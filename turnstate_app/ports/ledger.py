@@ -49,11 +49,13 @@ class LedgerStatements:
     insert: str
     native_insert: str
     insert_fields: tuple[Field[Any, Any], ...]
+    insert_plain: tuple[bool, ...]
     returns_pk: bool
     read: str
     native_read: str
     read_fields: tuple[Field[Any, Any], ...]
-    read_converters: tuple[tuple[Any, tuple[Callable[..., Any], ...]], ...]
+    read_attnames: tuple[str, ...]
+    read_converters: tuple[tuple[int, Any, tuple[Callable[..., Any], ...]], ...]
     consume: str
     native_consume: str
 
@@ -80,6 +82,8 @@ def ledger_statements(alias: str) -> LedgerStatements:
     insert_fields = tuple(
         f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated
     )
+    # A field whose pre_save is the plain attribute read (no auto_now, no override) is read directly.
+    insert_plain = tuple(_plain_pre_save(f) for f in insert_fields)
     returns_pk = meta.auto_field is not None and connection.features.can_return_columns_from_insert
     insert = (
         f"INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
@@ -106,13 +110,13 @@ def ledger_statements(alias: str) -> LedgerStatements:
         f"(SELECT 1 FROM {rows_table} WHERE {at}) "
         f"FROM {table} WHERE {table}.{column('jti')} = %s"
     )
+    # Only the columns that have converters (the rest are taken as the driver gives them).
     converters = tuple(
-        (
-            expression,
-            tuple(connection.ops.get_db_converters(expression) + f.get_db_converters(connection)),
-        )
-        for f in read_fields
+        (i, expression, found)
+        for i, f in enumerate(read_fields)
         for expression in [f.get_col(meta.db_table)]
+        for found in [tuple(connection.ops.get_db_converters(expression) + f.get_db_converters(connection))]
+        if found
     )
 
     # CONSUME: PauseQuerySet.consume, as one conditional UPDATE.
@@ -124,14 +128,24 @@ def ledger_statements(alias: str) -> LedgerStatements:
         insert=insert,
         native_insert=native(insert),
         insert_fields=insert_fields,
+        insert_plain=insert_plain,
         returns_pk=returns_pk,
         read=read,
         native_read=native(read),
         read_fields=read_fields,
+        read_attnames=tuple(f.attname for f in read_fields),
         read_converters=converters,
         consume=consume,
         native_consume=native(consume),
     )
+
+
+def _plain_pre_save(field: Any) -> bool:
+    """Whether ``field.pre_save(instance, add)`` is just ``getattr(instance, field.attname)``."""
+    pre_save = type(field).pre_save
+    if pre_save is Field.pre_save:
+        return True
+    return pre_save is models.DateTimeField.pre_save and not (field.auto_now or field.auto_now_add)
 
 
 def saving_is_observed() -> bool:
@@ -154,10 +168,8 @@ def insert_pause(pause: Any, *, using: str) -> Callable[[], None]:
     connection = connections[using]
     statements = ledger_statements(using)
     params = tuple(
-        prepared(value, field, connection)
-        for field, value in zip(
-            statements.insert_fields, [f.pre_save(pause, True) for f in statements.insert_fields], strict=True
-        )
+        prepared(getattr(pause, field.attname) if plain else field.pre_save(pause, True), field, connection)
+        for field, plain in zip(statements.insert_fields, statements.insert_plain, strict=True)
     )
     sent = start_statement(connection, statements.insert, statements.native_insert, params)
 
@@ -231,10 +243,10 @@ def read_pause(
         return LedgerRead(None, None, False)
     width = len(statements.read_fields)
     values = list(row[:width])
-    for i, (expression, converters) in enumerate(statements.read_converters):
+    for i, expression, converters in statements.read_converters:
         for convert in converters:
             values[i] = convert(values[i], expression, connection)
-    pause = _pause_model().from_db(using, [f.attname for f in statements.read_fields], values)
+    pause = _pause_model().from_db(using, statements.read_attnames, values)
     setattr(pause, EFFECTIVE_STATUS, effective_status_at(pause.status, pause.expires_at, now))
     turn_state = row[width]
     return LedgerRead(pause, None if turn_state is None else str(turn_state), row[width + 1] is not None)
