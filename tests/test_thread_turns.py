@@ -18,7 +18,7 @@ from turnstate_app.errors import ThreadBusyError
 from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, continuation_key, thread_turn_key
 from turnstate_app.models import CheckpointMetadata
 from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
-from turnstate_app.pauses.thread_turns import ThreadTurn, take_turn
+from turnstate_app.pauses.thread_turns import ThreadTurn, take_turn, turn_of
 from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -128,3 +128,19 @@ def test_a_turn_is_as_old_as_its_holding_not_its_waiting(turnstate_settings: Any
     holder.release()  # the old holder's release leaves the new holder's row alone
     assert CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()
     waiter.release()
+
+
+@pytest.mark.django_db
+def test_the_holder_of_a_turn_takes_it_again_without_waiting_on_itself() -> None:
+    """A continuation that pauses its thread again (``pause_interrupts`` inside ``run``) holds the turn."""
+    store = get_default_store()
+    with turn_of(store, "thread-r"):
+        held = CheckpointMetadata.objects.get(key=thread_turn_key()).value
+        started = time.monotonic()
+        with turn_of(store, "thread-r"):
+            assert CheckpointMetadata.objects.get(key=thread_turn_key()).value == held
+        assert time.monotonic() - started < 1
+        assert CheckpointMetadata.objects.get(key=thread_turn_key()).value == held  # the inner left it held
+        with pytest.raises(ThreadBusyError):
+            take_turn(store, "thread-r", wait=0.05)  # another context still waits
+    assert not CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()

@@ -11,6 +11,10 @@ A holder that crashed leaves its row behind; a row older than ``STALLED_AFTER`` 
 over (deleted only while it still holds what was read, so two waiters never both take it).
 A run that takes longer than ``STALLED_AFTER`` can therefore lose its turn: set the setting
 above the longest continuation.
+
+The turn is re-entrant for its holder: :func:`turn_of` marks the thread as held in a
+context variable, so code that already holds the turn (a continuation minting its next
+pauses through ``pause_interrupts``) does not wait on itself.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ import logging
 import random
 import secrets
 import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 from asgiref.sync import sync_to_async
@@ -36,6 +43,9 @@ logger = logging.getLogger(__name__)
 FIRST_DELAY = 0.02
 MAX_DELAY = 0.5
 """Seconds between attempts: doubling from the first, with jitter, up to the most."""
+
+_HELD: ContextVar[frozenset[str]] = ContextVar("turnstate_held_thread_turns", default=frozenset())
+"""The threads whose turn the running code holds: taking one of them again does not wait."""
 
 
 @runtime_checkable
@@ -165,6 +175,49 @@ async def atake_turn(store: TurnCheckpointStore, thread_id: str, *, wait: float 
             raise turn.busy(waited)
         await asyncio.sleep(min(delay, limit - waited))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def holds_turn(thread_id: str) -> bool:
+    """Whether the running code (this context) holds ``thread_id``'s turn."""
+    return thread_id in _HELD.get()
+
+
+@contextmanager
+def holding(turn: ThreadTurn) -> Iterator[None]:
+    """Mark ``turn``'s thread as held by this context for the block (the turn is taken already)."""
+    token = _HELD.set(_HELD.get() | {turn.thread_id})
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+
+
+@contextmanager
+def turn_of(store: TurnCheckpointStore, thread_id: str) -> Iterator[None]:
+    """Hold ``thread_id``'s turn for the block; no wait when this context holds it already."""
+    if holds_turn(thread_id):
+        yield
+        return
+    turn = take_turn(store, thread_id)
+    try:
+        with holding(turn):
+            yield
+    finally:
+        turn.release()
+
+
+@asynccontextmanager
+async def aturn_of(store: TurnCheckpointStore, thread_id: str) -> AsyncIterator[None]:
+    """:func:`turn_of` for async code."""
+    if holds_turn(thread_id):
+        yield
+        return
+    turn = await atake_turn(store, thread_id)
+    try:
+        with holding(turn):
+            yield
+    finally:
+        await sync_to_async(turn.release, thread_sensitive=True)()
 
 
 def _delays() -> Any:
