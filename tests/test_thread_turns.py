@@ -52,6 +52,35 @@ def test_two_pauses_of_one_thread_continued_at_once_run_one_after_the_other() ->
     assert not CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()  # given back
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_continuation_running_longer_than_stalled_after_keeps_its_turn() -> None:
+    """STALLED_AFTER 0.5s, runs of 1.5s: the second continuation waits for the first, no overlap."""
+    first = mint(thread_id="thread-long", tool_call_id="call-a")
+    second = mint(thread_id="thread-long", tool_call_id="call-b")
+    for minted in (first, second):
+        resume_pause(minted.token, "yes")
+    barrier = SPAWN.Barrier(2)
+    results = SPAWN.Queue()
+    racers = [
+        SPAWN.Process(
+            target=lifecycle_processes.continue_answered_stalling_soon,
+            args=(dict(connection.settings_dict), 0.5, minted.claims.jti, "long", 1.5, barrier, results),
+        )
+        for minted in (first, second)
+    ]
+    for racer in racers:
+        racer.start()
+    outcomes = {jti: (ran, reason) for jti, ran, reason in (results.get(timeout=120) for _ in racers)}
+    for racer in racers:
+        racer.join(timeout=30)
+    assert outcomes == {first.claims.jti: (True, None), second.claims.jti: (True, None)}
+    earlier, later = lifecycle_processes.runs("long")
+    assert earlier["left"] <= later["entered"], (earlier, later)  # the second waited, never overlapped
+    assert not CheckpointMetadata.objects.filter(
+        thread_id="thread-long", checkpoint_id=THREAD_TURN_CHECKPOINT_ID
+    ).exists()
+
+
 @pytest.mark.django_db
 def test_a_turn_left_by_a_crashed_holder_is_taken_over_after_stalled_after(turnstate_settings: Any) -> None:
     turnstate_settings["STALLED_AFTER"] = 30

@@ -39,7 +39,9 @@ def continue_elsewhere(
     results.put((racer, outcome))
 
 
-def pause_elsewhere(settings_dict: dict[str, Any], threads: list[str], barrier: Any, results: Any, racer: int) -> None:
+def pause_elsewhere(
+    settings_dict: dict[str, Any], threads: list[str], barrier: Any, results: Any, racer: int
+) -> None:
     """For each thread in turn: wait for every racer, then ``pause_interrupts`` on its head.
 
     The ledger read is held open a moment (``already_paused`` then a sleep), so both racers
@@ -54,14 +56,14 @@ def pause_elsewhere(settings_dict: dict[str, Any], threads: list[str], barrier: 
     from tests.contrib.langgraph import approvals
     from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, bridge, pause_interrupts
 
-    read_ledger = bridge.already_paused
+    read_ledger = bridge.already_paused  # type: ignore[attr-defined]
 
     def slow_read(*args: Any, **kwargs: Any) -> set[str]:
         taken = read_ledger(*args, **kwargs)
         time.sleep(0.2)
         return taken
 
-    bridge.already_paused = slow_read  # type: ignore[assignment]
+    bridge.already_paused = slow_read  # type: ignore[attr-defined]
     outcome: Any
     try:
         graph = approvals.trip_approvals(DjangoCheckpointSaver())

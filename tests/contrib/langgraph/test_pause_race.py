@@ -38,6 +38,8 @@ def test_two_processes_pausing_one_head_at_once_mint_each_interrupt_once() -> No
     for racer in racers:
         racer.join(timeout=30)
     assert all(isinstance(outcome, list) for outcome in outcomes.values()), outcomes
-    per_interrupt = Counter(Pause.objects.filter(thread_id__in=threads).values_list("thread_id", "interrupt_id"))
+    per_interrupt = Counter(
+        Pause.objects.filter(thread_id__in=threads).values_list("thread_id", "interrupt_id")
+    )
     assert len(per_interrupt) == 2 * ROUNDS
     assert set(per_interrupt.values()) == {1}, per_interrupt
