@@ -18,7 +18,7 @@ from turnstate_app.errors import ThreadBusyError
 from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, continuation_key, thread_turn_key
 from turnstate_app.models import CheckpointMetadata
 from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
-from turnstate_app.pauses.thread_turns import ThreadTurn, take_turn, turn_of
+from turnstate_app.pauses.thread_turns import ThreadTurn, aturn_of, take_turn, turn_of
 from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -173,3 +173,32 @@ def test_the_holder_of_a_turn_takes_it_again_without_waiting_on_itself() -> None
         with pytest.raises(ThreadBusyError):
             take_turn(store, "thread-r", wait=0.05)  # another context still waits
     assert not CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_async_code_holding_a_turn_takes_it_again_without_waiting() -> None:
+    """``apause_interrupts`` inside an async continuation: the same re-entrant turn."""
+    store = get_default_store()
+    held = CheckpointMetadata.objects.filter(thread_id="thread-ar", key=thread_turn_key())
+    async with aturn_of(store, "thread-ar"):
+        started = time.monotonic()
+        async with aturn_of(store, "thread-ar"):
+            assert await held.aexists()
+        assert time.monotonic() - started < 1
+        assert await held.aexists()  # the inner block left the turn held
+    assert not await held.aexists()
+
+
+@pytest.mark.django_db
+def test_a_holder_beats_only_while_the_turn_row_still_names_it() -> None:
+    store = get_default_store()
+    turn = take_turn(store, "thread-b", wait=0)
+    beats = CheckpointMetadata.objects.filter(thread_id="thread-b", key__startswith="thread_turn:alive:")
+    assert turn.beat()
+    assert beats.count() == 1
+    CheckpointMetadata.objects.filter(key=thread_turn_key()).update(
+        value=json.dumps({"holder": "someone-else", "since": time.time()})
+    )
+    beats.delete()
+    assert not turn.beat()  # taken over: it writes nothing more
+    assert not beats.exists()
