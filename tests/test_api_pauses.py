@@ -83,6 +83,9 @@ def test_list_is_ordered_by_created_at_then_id(staff: APIClient) -> None:
         ("thread_id=t-fresh", {"fresh"}),
         ("session_id=s-2", {"answered", "old"}),
         ("run_id=r-marked", {"marked"}),
+        ("group=g-1", {"fresh", "answered"}),
+        ("group=g-1&status=answered", {"answered"}),
+        ("group=G-1", set()),  # a group is an exact id too
         ("status=expired&session_id=s-2", {"old"}),
         ("thread_id=T-FRESH", set()),  # ids are exact, case included
         ("thread_id=", {"fresh", "lost", "answered", "old", "marked"}),  # empty: no filter
@@ -91,9 +94,9 @@ def test_list_is_ordered_by_created_at_then_id(staff: APIClient) -> None:
 def test_pause_filters(staff: APIClient, query: str, expected: set[str]) -> None:
     past = timezone.now() - timedelta(seconds=1)
     pauses: dict[str, dict[str, Any]] = {
-        "fresh": {},
-        "lost": {"resumable": False},
-        "answered": {"status": "answered", "session_id": "s-2"},
+        "fresh": {"group": "g-1"},
+        "lost": {"resumable": False, "group": "g-2"},
+        "answered": {"status": "answered", "session_id": "s-2", "group": "g-1"},
         "old": {"expires_at": past, "session_id": "s-2"},
         "marked": {"status": "expired"},
     }

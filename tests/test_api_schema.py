@@ -65,6 +65,7 @@ def test_lists_are_cursor_pages_with_their_filters(schema: dict[str, Any]) -> No
         "thread_id",
         "session_id",
         "run_id",
+        "group",
     }
     assert parameters("/api/turnstate/checkpoints/") == {
         "cursor",

@@ -18,7 +18,7 @@ from turnstate_app.errors import ThreadBusyError
 from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, continuation_key, thread_turn_key
 from turnstate_app.models import CheckpointMetadata
 from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
-from turnstate_app.pauses.thread_turns import ThreadTurn, take_turn
+from turnstate_app.pauses.thread_turns import ThreadTurn, aturn_of, take_turn, turn_of
 from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -50,6 +50,35 @@ def test_two_pauses_of_one_thread_continued_at_once_run_one_after_the_other() ->
     assert earlier["pid"] != later["pid"]
     assert earlier["left"] <= later["entered"], (earlier, later)  # strictly one after the other
     assert not CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()  # given back
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_continuation_running_longer_than_stalled_after_keeps_its_turn() -> None:
+    """STALLED_AFTER 0.5s, runs of 1.5s: the second continuation waits for the first, no overlap."""
+    first = mint(thread_id="thread-long", tool_call_id="call-a")
+    second = mint(thread_id="thread-long", tool_call_id="call-b")
+    for minted in (first, second):
+        resume_pause(minted.token, "yes")
+    barrier = SPAWN.Barrier(2)
+    results = SPAWN.Queue()
+    racers = [
+        SPAWN.Process(
+            target=lifecycle_processes.continue_answered_stalling_soon,
+            args=(dict(connection.settings_dict), 0.5, minted.claims.jti, "long", 1.5, barrier, results),
+        )
+        for minted in (first, second)
+    ]
+    for racer in racers:
+        racer.start()
+    outcomes = {jti: (ran, reason) for jti, ran, reason in (results.get(timeout=120) for _ in racers)}
+    for racer in racers:
+        racer.join(timeout=30)
+    assert outcomes == {first.claims.jti: (True, None), second.claims.jti: (True, None)}
+    earlier, later = lifecycle_processes.runs("long")
+    assert earlier["left"] <= later["entered"], (earlier, later)  # the second waited, never overlapped
+    assert not CheckpointMetadata.objects.filter(
+        thread_id="thread-long", checkpoint_id=THREAD_TURN_CHECKPOINT_ID
+    ).exists()
 
 
 @pytest.mark.django_db
@@ -128,3 +157,48 @@ def test_a_turn_is_as_old_as_its_holding_not_its_waiting(turnstate_settings: Any
     holder.release()  # the old holder's release leaves the new holder's row alone
     assert CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()
     waiter.release()
+
+
+@pytest.mark.django_db
+def test_the_holder_of_a_turn_takes_it_again_without_waiting_on_itself() -> None:
+    """A continuation that pauses its thread again (``pause_interrupts`` inside ``run``) holds the turn."""
+    store = get_default_store()
+    with turn_of(store, "thread-r"):
+        held = CheckpointMetadata.objects.get(key=thread_turn_key()).value
+        started = time.monotonic()
+        with turn_of(store, "thread-r"):
+            assert CheckpointMetadata.objects.get(key=thread_turn_key()).value == held
+        assert time.monotonic() - started < 1
+        assert CheckpointMetadata.objects.get(key=thread_turn_key()).value == held  # the inner left it held
+        with pytest.raises(ThreadBusyError):
+            take_turn(store, "thread-r", wait=0.05)  # another context still waits
+    assert not CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_async_code_holding_a_turn_takes_it_again_without_waiting() -> None:
+    """``apause_interrupts`` inside an async continuation: the same re-entrant turn."""
+    store = get_default_store()
+    held = CheckpointMetadata.objects.filter(thread_id="thread-ar", key=thread_turn_key())
+    async with aturn_of(store, "thread-ar"):
+        started = time.monotonic()
+        async with aturn_of(store, "thread-ar"):
+            assert await held.aexists()
+        assert time.monotonic() - started < 1
+        assert await held.aexists()  # the inner block left the turn held
+    assert not await held.aexists()
+
+
+@pytest.mark.django_db
+def test_a_holder_beats_only_while_the_turn_row_still_names_it() -> None:
+    store = get_default_store()
+    turn = take_turn(store, "thread-b", wait=0)
+    beats = CheckpointMetadata.objects.filter(thread_id="thread-b", key__startswith="thread_turn:alive:")
+    assert turn.beat()
+    assert beats.count() == 1
+    CheckpointMetadata.objects.filter(key=thread_turn_key()).update(
+        value=json.dumps({"holder": "someone-else", "since": time.time()})
+    )
+    beats.delete()
+    assert not turn.beat()  # taken over: it writes nothing more
+    assert not beats.exists()

@@ -29,7 +29,8 @@ PER_MINT_KEY_PREFIXES = (TURN_STATE_KEY_PREFIX, ANSWER_KEY_PREFIX, CONTINUATION_
 THREAD_TURN_CHECKPOINT_ID = "thread_turn"
 THREAD_TURN_KEY_PREFIX = "thread_turn:"
 """The thread's turn: at most one row per thread, held while one continuation of the thread
-runs and deleted when it ends. Not a pause's row: ``erase_thread`` removes a stale one."""
+runs and deleted when it ends; beside it, ``thread_turn:alive:<holder>``, the holder's heartbeat.
+Not a pause's row: ``erase_thread`` removes a stale one."""
 
 
 def payload_key(claims: PauseClaims) -> str:
@@ -68,6 +69,11 @@ def continuation_key(jti: str) -> str:
 def thread_turn_key() -> str:
     """The key of a thread's turn row (its place is ``(thread_id, THREAD_TURN_CHECKPOINT_ID)``)."""
     return f"{THREAD_TURN_KEY_PREFIX}current"
+
+
+def thread_turn_alive_key(holder: str) -> str:
+    """The key of the heartbeat row a turn's holder rewrites while its run goes on (same place)."""
+    return f"{THREAD_TURN_KEY_PREFIX}alive:{holder}"
 
 
 def per_mint_keys(jti: str) -> tuple[str, ...]:

@@ -46,10 +46,11 @@ class PauseFilter(filters.FilterSet):  # type: ignore[misc]  # django-filter shi
     thread_id = id_filter(_("Exact thread id."))
     session_id = id_filter(_("Exact session id."))
     run_id = id_filter(_("Exact run id."))
+    group = id_filter(_("Exact group id: the pauses answered together before their run continues."))
 
     class Meta:
         model = Pause
-        fields = ("status", "resumable", "thread_id", "session_id", "run_id")
+        fields = ("status", "resumable", "thread_id", "session_id", "run_id", "group")
 
     def filter_status(self, queryset: PauseQuerySet, name: str, value: str) -> QuerySet[Pause]:
         return queryset.in_effective_status(value, timezone.now())

@@ -35,7 +35,7 @@ from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.pauses.groups import members_of
 from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
 from turnstate_app.pauses.mint import MintedPause, mint_pause
-from turnstate_app.pauses.thread_turns import ReleasableCommands, ThreadTurn, atake_turn, take_turn
+from turnstate_app.pauses.thread_turns import ReleasableCommands, ThreadTurn, atake_turn, holding, take_turn
 from turnstate_app.ports import get_default_store
 from turnstate_app.ports.model import reading_primary
 from turnstate_app.turnstate import TurnCheckpointStore
@@ -122,7 +122,8 @@ def continue_once(
         raise
     try:
         try:
-            output = run(claimed.continuation)
+            with holding(turn):
+                output = run(claimed.continuation)
         except ContinuationRefused as refused:
             return refuse(claimed, refused)
         return complete(claimed, output)
@@ -147,9 +148,10 @@ async def acontinue_once(
         raise
     try:
         try:
-            output = run(claimed.continuation)
-            if inspect.isawaitable(output):
-                output = await output
+            with holding(turn):
+                output = run(claimed.continuation)
+                if inspect.isawaitable(output):
+                    output = await output
         except ContinuationRefused as refused:
             return await sync_to_async(refuse, thread_sensitive=True)(claimed, refused)
         return await sync_to_async(complete, thread_sensitive=True)(claimed, output)

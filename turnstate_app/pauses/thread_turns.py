@@ -9,8 +9,18 @@ writer (a framework's own checkpoint saver included) for as long as it lasts.
 
 A holder that crashed leaves its row behind; a row older than ``STALLED_AFTER`` is taken
 over (deleted only while it still holds what was read, so two waiters never both take it).
-A run that takes longer than ``STALLED_AFTER`` can therefore lose its turn: set the setting
-above the longest continuation.
+A holder that is alive is never taken over, however long its run: while it holds the turn
+(:func:`holding`) a background thread rewrites a heartbeat row of its own
+(``thread_turn:alive:<holder>``, same place) every ``STALLED_AFTER / 3`` seconds, for as
+long as the turn row still names it. A waiter takes over only a turn row older than
+``STALLED_AFTER`` whose holder has not beaten for as long, and waiting by default lasts
+until ``STALLED_AFTER`` has passed without a sign of life from the holder (an explicit
+``wait`` is a hard limit). The heartbeat is a separate row because the port has no
+compare-and-set: rewriting the turn row itself could overwrite a waiter's fresh claim.
+
+The turn is re-entrant for its holder: :func:`turn_of` marks the thread as held in a
+context variable, so code that already holds the turn (a continuation minting its next
+pauses through ``pause_interrupts``) does not wait on itself.
 """
 
 from __future__ import annotations
@@ -20,14 +30,19 @@ import json
 import logging
 import random
 import secrets
+import threading
 import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 
 from turnstate_app.conf import conf
 from turnstate_app.errors import ThreadBusyError
-from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, thread_turn_key
+from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, thread_turn_alive_key, thread_turn_key
 from turnstate_app.port_access import BlockingCommands
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -36,6 +51,9 @@ logger = logging.getLogger(__name__)
 FIRST_DELAY = 0.02
 MAX_DELAY = 0.5
 """Seconds between attempts: doubling from the first, with jitter, up to the most."""
+
+_HELD: ContextVar[frozenset[str]] = ContextVar("turnstate_held_thread_turns", default=frozenset())
+"""The threads whose turn the running code holds: taking one of them again does not wait."""
 
 
 @runtime_checkable
@@ -68,6 +86,9 @@ class ThreadTurn:
                 thread_id,
             )
         self.held = False
+        self.holder_seen_alive = 0.0
+        """``time.monotonic()`` when this waiter last saw the holder's heartbeat fresh."""
+        self._heartbeat: _Heartbeat | None = None
 
     @property
     def enforced(self) -> bool:
@@ -85,8 +106,16 @@ class ThreadTurn:
             return True
         if not self._claim():
             current = self._blocking.read(**self.place)
-            if current is None or not _older_than(current, conf.STALLED_AFTER):
+            if current is None:
                 return False
+            beat = self._heartbeat_of(current)
+            if beat is not None and not _older_than(beat, conf.STALLED_AFTER, field="at"):
+                self.holder_seen_alive = time.monotonic()
+                return False
+            if not _older_than(current, conf.STALLED_AFTER):
+                return False
+            if beat is not None:  # the dead holder's last heartbeat goes with its turn
+                self._releaser.release_metadata_sync(**self._alive_place(current), value=beat)
             if self._releaser.release_metadata_sync(**self.place, value=current):
                 logger.warning(
                     "thread %s: took over a turn held for more than STALLED_AFTER (%ss) by a "
@@ -105,8 +134,48 @@ class ThreadTurn:
         self.value = json.dumps({"holder": self.holder, "since": time.time()})
         return self._blocking.claim(**self.place, value=self.value, task_id=None)
 
+    def _alive_place(self, value: str) -> dict[str, str]:
+        """Where the holder named in the turn row ``value`` beats (its own key, the turn's place)."""
+        try:
+            holder = str(json.loads(value)["holder"])
+        except (ValueError, KeyError, TypeError):
+            holder = ""
+        return {**self.place, "key": thread_turn_alive_key(holder)}
+
+    def _heartbeat_of(self, value: str) -> str | None:
+        assert self._blocking is not None
+        return self._blocking.read(**self._alive_place(value))
+
+    def keep_alive(self) -> None:
+        """Start beating while this turn is held (see the module); :meth:`release` stops it."""
+        if self.held and self.enforced and self._heartbeat is None:
+            self._heartbeat = _Heartbeat(self)
+            self._heartbeat.start()
+
+    def stop_keeping_alive(self) -> None:
+        """Stop beating and delete the heartbeat row. Never raises."""
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None:
+            heartbeat.stop()
+
+    def beat(self) -> bool:
+        """One heartbeat, only while the turn row still names this turn: False once it does not."""
+        assert self._blocking is not None
+        if self._blocking.read(**self.place) != self.value:
+            logger.warning(
+                "thread %s: the turn was taken over while its continuation still ran; raise "
+                "STALLED_AFTER (%ss) above the longest pause of a continuation's process",
+                self.thread_id,
+                conf.STALLED_AFTER,
+            )
+            return False
+        beat = json.dumps({"at": time.time()})
+        self._blocking.write(**self._alive_place(self.value), value=beat, task_id=None)
+        return True
+
     def release(self) -> None:
         """Give the turn back (only this turn's row is ever deleted). Never raises."""
+        self.stop_keeping_alive()
         if not self.held or not self.enforced:
             return
         self.held = False
@@ -140,9 +209,9 @@ def take_turn(store: TurnCheckpointStore, thread_id: str, *, wait: float | None 
     for delay in _delays():
         if turn.try_take():
             return turn
-        waited = time.monotonic() - started
+        waited = _waited(turn, started, extend=wait is None)
         if waited >= limit:
-            raise turn.busy(waited)
+            raise turn.busy(time.monotonic() - started)
         time.sleep(min(delay, limit - waited))
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -160,11 +229,102 @@ async def atake_turn(store: TurnCheckpointStore, thread_id: str, *, wait: float 
     for delay in _delays():
         if await attempt():
             return turn
-        waited = time.monotonic() - started
+        waited = _waited(turn, started, extend=wait is None)
         if waited >= limit:
-            raise turn.busy(waited)
+            raise turn.busy(time.monotonic() - started)
         await asyncio.sleep(min(delay, limit - waited))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def holds_turn(thread_id: str) -> bool:
+    """Whether the running code (this context) holds ``thread_id``'s turn."""
+    return thread_id in _HELD.get()
+
+
+@contextmanager
+def holding(turn: ThreadTurn) -> Iterator[None]:
+    """Mark ``turn``'s thread as held by this context for the block, its heartbeat going."""
+    token = _HELD.set(_HELD.get() | {turn.thread_id})
+    turn.keep_alive()
+    try:
+        yield
+    finally:
+        turn.stop_keeping_alive()
+        _HELD.reset(token)
+
+
+@contextmanager
+def turn_of(store: TurnCheckpointStore, thread_id: str) -> Iterator[None]:
+    """Hold ``thread_id``'s turn for the block; no wait when this context holds it already."""
+    if holds_turn(thread_id):
+        yield
+        return
+    turn = take_turn(store, thread_id)
+    try:
+        with holding(turn):
+            yield
+    finally:
+        turn.release()
+
+
+@asynccontextmanager
+async def aturn_of(store: TurnCheckpointStore, thread_id: str) -> AsyncIterator[None]:
+    """:func:`turn_of` for async code."""
+    if holds_turn(thread_id):
+        yield
+        return
+    turn = await atake_turn(store, thread_id)
+    try:
+        with holding(turn):
+            yield
+    finally:
+        await sync_to_async(turn.release, thread_sensitive=True)()
+
+
+class _Heartbeat:
+    """The thread that beats for a held turn every ``STALLED_AFTER / 3`` seconds until stopped."""
+
+    def __init__(self, turn: ThreadTurn) -> None:
+        self.turn = turn
+        self.interval = conf.STALLED_AFTER / 3
+        self.stopped = threading.Event()
+        self.beaten = False
+        self.thread = threading.Thread(target=self._run, name=f"turnstate-turn-{turn.thread_id}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                try:
+                    if not self.turn.beat():
+                        return
+                    self.beaten = True
+                except Exception:
+                    logger.exception("thread %s: the turn's heartbeat failed", self.turn.thread_id)
+        finally:
+            connections.close_all()  # this thread's own connections only
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=max(self.interval, 5.0))
+        if not self.beaten:
+            return
+        turn = self.turn
+        place = turn._alive_place(turn.value)
+        try:
+            assert turn._blocking is not None and turn._releaser is not None
+            beat = turn._blocking.read(**place)
+            if beat is not None:
+                turn._releaser.release_metadata_sync(**place, value=beat)
+        except Exception:
+            logger.exception("thread %s: deleting the turn's heartbeat failed", turn.thread_id)
+
+
+def _waited(turn: ThreadTurn, started: float, *, extend: bool) -> float:
+    """Seconds waited so far; with ``extend``, since the holder was last seen alive."""
+    return time.monotonic() - (max(started, turn.holder_seen_alive) if extend else started)
 
 
 def _delays() -> Any:
@@ -174,10 +334,10 @@ def _delays() -> Any:
         delay = min(delay * 2, MAX_DELAY)
 
 
-def _older_than(value: str, seconds: float) -> bool:
-    """Whether the turn row ``value`` was taken more than ``seconds`` ago (unreadable: yes)."""
+def _older_than(value: str, seconds: float, *, field: str = "since") -> bool:
+    """Whether the row ``value`` was stamped (``field``) more than ``seconds`` ago (unreadable: yes)."""
     try:
-        since = float(json.loads(value)["since"])
+        since = float(json.loads(value)[field])
     except (ValueError, KeyError, TypeError):
         return True
     return time.time() - since > seconds

@@ -15,7 +15,10 @@ Why each step is there (each was a reproduced failure, see the README):
   and forked the thread, and two continuing the two halves of a parallel pair did too;
 - the ledger check: minting "the pending interrupts" after a partial answer to parallel
   interrupts asked the person the other question again;
-- ``mint_next``: pauses minted by a continuation keep the owner of the one answered.
+- ``mint_next``: pauses minted by a continuation keep the owner of the one answered;
+- ``pause_interrupts`` takes the thread's turn (re-entrant: a continuation already holds it):
+  two processes pausing one head at once both read "no pause yet" and minted each
+  interrupt twice.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ from turnstate_app.pauses import (
     continue_once,
     mint_pause,
 )
+from turnstate_app.pauses.thread_turns import aturn_of, turn_of
+from turnstate_app.ports import get_default_store
 
 Mint = Callable[..., MintedPause]
 
@@ -63,12 +68,14 @@ def pause_interrupts(
     """One pause per interrupt pending at the head of ``config``'s thread that has none yet.
 
     Every interrupt's value is checked to be JSON before the first pause is minted
-    (:class:`~turnstate_app.contrib.langgraph.interrupts.InterruptValueError`).
+    (:class:`~turnstate_app.contrib.langgraph.interrupts.InterruptValueError`). The head is
+    read and the pauses minted holding the thread's turn, so two callers never both mint one.
     """
     head = head_config(config)
-    snapshot = graph.get_state(head)
-    mint = partial(mint_pause, run_id=run_id, session_id=session_id, owner=owner)
-    return _mint_unpaused(graph, head, snapshot, mint)
+    with turn_of(get_default_store(), thread_of(head)):
+        snapshot = graph.get_state(head)
+        mint = partial(mint_pause, run_id=run_id, session_id=session_id, owner=owner)
+        return _mint_unpaused(graph, head, snapshot, mint)
 
 
 async def apause_interrupts(
@@ -76,15 +83,16 @@ async def apause_interrupts(
 ) -> list[MintedPause]:
     """:func:`pause_interrupts` for async code (the graph's state is read with ``aget_state``)."""
     head = head_config(config)
-    snapshot = await graph.aget_state(head)
-    pending = pending_interrupts(snapshot)
-    taken = await sync_to_async(already_paused, thread_sensitive=True)(
-        thread_of(head), [p.interrupt_id for p in pending]
-    )
-    minted = []
-    for fields in _mint_fields(graph, head, snapshot, pending, taken):
-        minted.append(await amint_pause(run_id=run_id, session_id=session_id, owner=owner, **fields))
-    return minted
+    async with aturn_of(get_default_store(), thread_of(head)):
+        snapshot = await graph.aget_state(head)
+        pending = pending_interrupts(snapshot)
+        taken = await sync_to_async(already_paused, thread_sensitive=True)(
+            thread_of(head), [p.interrupt_id for p in pending]
+        )
+        minted = []
+        for fields in _mint_fields(graph, head, snapshot, pending, taken):
+            minted.append(await amint_pause(run_id=run_id, session_id=session_id, owner=owner, **fields))
+        return minted
 
 
 def _mint_unpaused(graph: Any, head: RunnableConfig, snapshot: Any, mint: Mint) -> list[MintedPause]:
