@@ -34,6 +34,7 @@ from turnstate_app.pauses import (
 )
 from turnstate_app.pauses.tokens import read_token
 from turnstate_app.ports import ModelCheckpointCommandPort
+from turnstate_app.ports import ledger as ledger_sql
 from turnstate_app.turnstate import TurnCheckpoint, turn_state_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -280,6 +281,16 @@ def test_a_failed_answer_write_rolls_the_consume_back(monkeypatch: pytest.Monkey
         raise ConnectionError("database went away")
 
     monkeypatch.setattr(ModelCheckpointCommandPort, "write_metadata_sync", refuse)
+    # On PostgreSQL the answer's upsert is part of the consuming statement: refuse that one.
+    answering = ledger_sql.ledger_statements("default").consume_answering
+    from turnstate_app.ports.execution import run_statement
+
+    def refuse_answering(connection: Any, portable: str, native: str, params: Any) -> Any:
+        if answering and portable == answering:
+            raise ConnectionError("database went away")
+        return run_statement(connection, portable, native, params)
+
+    monkeypatch.setattr("turnstate_app.ports.ledger.run_statement", refuse_answering)
     with pytest.raises(ConnectionError):
         resume_pause(minted.token, "x")
     monkeypatch.undo()
@@ -390,7 +401,7 @@ def test_redeliver_command(turnstate_settings: dict[str, Any]) -> None:
 
 # -- round trips --------------------------------------------------------------------------
 
-DATA = ("SELECT", "INSERT", "UPDATE", "DELETE")
+DATA = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
 
 
 def data_statements(queries: CaptureQueriesContext) -> list[str]:
@@ -401,23 +412,27 @@ def savepoints(queries: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in queries.captured_queries if "SAVEPOINT" in q["sql"].upper()]
 
 
+RESUME_STATEMENTS = 2 if connection.vendor == "postgresql" else 3
+
+
 def test_statements_per_mint_and_resume() -> None:
     """Mint: its three writes. Resume: one read of the ledger row with its turn state, the
-    conditional UPDATE and the answer. Neither opens a savepoint inside its own transaction."""
+    conditional UPDATE and the answer (on PostgreSQL one statement). Neither opens a
+    savepoint inside its own transaction."""
     with CaptureQueriesContext(connection) as minting:
         minted = mint(1)
     assert len(data_statements(minting)) == 3, data_statements(minting)
     assert savepoints(minting) == []
     with CaptureQueriesContext(connection) as resuming:
         resume_pause(minted.token, "x")
-    assert len(data_statements(resuming)) == 3, data_statements(resuming)
+    assert len(data_statements(resuming)) == RESUME_STATEMENTS, data_statements(resuming)
     assert savepoints(resuming) == []
 
     lost = mint(1, tool_call_id="call-2")
     lose_turn_state(lost)
     with CaptureQueriesContext(connection) as resuming_lost:
         resume_pause(lost.token, "x")  # whether the request is recorded: the same read says
-    assert len(data_statements(resuming_lost)) == 3, data_statements(resuming_lost)
+    assert len(data_statements(resuming_lost)) == RESUME_STATEMENTS, data_statements(resuming_lost)
 
 
 def test_pause_status_choices() -> None:

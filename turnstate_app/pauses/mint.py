@@ -9,8 +9,9 @@ writes commit together in one transaction, so no request or turn-state row is ev
 visible without its ledger row (a purge or an operator never meets half a pause), and
 the token is signed only after the commit. There the writes take the model port's own
 path (:func:`write_pause_fast`): no savepoints, the ledger row inserted without the ORM's
-per-call work, and on PostgreSQL the three statements in one round trip, so a mint costs
-two round trips and one commit. Any other port keeps the same order, write by write,
+per-call work, and on PostgreSQL BEGIN, the three statements and COMMIT in one round trip
+(when the caller holds no transaction; else the three statements in one), so a mint costs
+one round trip and one commit. Any other port keeps the same order, write by write,
 through the port.
 """
 
@@ -41,7 +42,12 @@ from turnstate_app.pauses.groups import check_group
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
-from turnstate_app.ports.execution import pipelined
+from turnstate_app.ports.execution import (
+    NotCommittedError,
+    pipelined,
+    sends_whole_transactions,
+    transaction_in_one_round_trip,
+)
 from turnstate_app.ports.ledger import insert_pause
 from turnstate_app.ports.model import whole_transaction_writes
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, stamped_turn
@@ -176,23 +182,27 @@ def write_pause_fast(
     ledger: dict[str, Any],
     *,
     alias: str,
-) -> tuple[bool, Pause]:
-    """:func:`write_pause` on the model port's own path, inside the mint's one transaction.
+) -> Callable[[], tuple[bool, Pause]]:
+    """Send :func:`write_pause`'s writes on the model port's own path; the returned call gives the outcome.
 
     The same three statements in the same order, through the same port, but without a
-    savepoint each and with the ledger row inserted as plain SQL; on PostgreSQL all three
-    travel in one pipeline. It is optimistic: on PostgreSQL a failed statement is known
-    only at the end, after the ledger row was sent saying the turn state was recorded. So
-    any failure raises, the caller rolls the whole attempt back and takes
+    savepoint each and with the ledger row inserted as plain SQL. On PostgreSQL they travel
+    in the caller's pipeline, so their outcome is known only once it ends: call the result
+    then. It is optimistic: the ledger row is sent saying the turn state was recorded before
+    that is known. So any failure raises, the caller rolls the whole attempt back and takes
     :func:`write_pause`, whose savepoint reports which write failed.
     """
-    with whole_transaction_writes(), pipelined(connections[alias]):
+    with whole_transaction_writes():
         store.write_request_sync(claims, request_value)
         resumable = store.record_sync(claims, turn, encoded=encoded)
         pause = new_pause(Pause, claims, resumable=resumable, **ledger)
         saved = insert_pause(pause, using=alias)
-    saved()
-    return resumable, pause
+
+    def outcome() -> tuple[bool, Pause]:
+        saved()
+        return resumable, pause
+
+    return outcome
 
 
 MINT_ATTEMPTS = 3
@@ -208,21 +218,19 @@ def in_one_transaction(
     alias: str,
     write: Callable[[], tuple[bool, Pause]],
     *,
-    fast: Callable[[], tuple[bool, Pause]] | None = None,
+    fast: Callable[[], Callable[[], tuple[bool, Pause]]] | None = None,
 ) -> tuple[bool, Pause]:
     """Run ``fast`` (if given) or else ``write`` in one transaction on ``alias``.
 
-    A failed ``fast`` attempt is rolled back whole and ``write`` runs instead; a failed
-    commit is not retried (it may have landed). ``write`` is retried on a conflict unless
-    the caller holds the transaction.
+    ``fast`` sends its writes together (:func:`write_pause_fast`): on PostgreSQL, outside
+    any transaction of the caller's, BEGIN, the writes and COMMIT in one round trip;
+    otherwise inside ``atomic()``, pipelined where the driver can. A failed ``fast`` attempt
+    is rolled back whole and ``write`` runs instead; a failed commit is not retried (it may
+    have landed). ``write`` is retried on a conflict unless the caller holds the transaction.
     """
     if fast is not None:
         try:
-            with transaction.atomic(using=alias):
-                try:
-                    return fast()
-                except Exception as exc:
-                    raise _FastPathFailedError from exc
+            return _send_together(alias, fast)
         except _FastPathFailedError as failed:
             logger.debug("the fast mint failed (%r); minting again write by write", failed.__cause__)
     retry = not connections[alias].in_atomic_block
@@ -234,6 +242,25 @@ def in_one_transaction(
             if not (retry and attempt < MINT_ATTEMPTS and is_serialization_failure(exc)):
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _send_together(alias: str, fast: Callable[[], Callable[[], tuple[bool, Pause]]]) -> tuple[bool, Pause]:
+    """One attempt of ``fast``; :class:`_FastPathFailedError` when it failed and nothing of it landed."""
+    connection = connections[alias]
+    if sends_whole_transactions(connection):
+        try:
+            with transaction_in_one_round_trip(connection):
+                outcome = fast()
+        except NotCommittedError as refused:
+            raise _FastPathFailedError from refused.__cause__
+        return outcome()
+    with transaction.atomic(using=alias):
+        try:
+            with pipelined(connection):
+                outcome = fast()
+            return outcome()
+        except Exception as exc:
+            raise _FastPathFailedError from exc
 
 
 def shared_alias(store: TurnCheckpointStore) -> str | None:

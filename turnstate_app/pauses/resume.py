@@ -7,14 +7,14 @@ caller in any number of processes win, and that caller stores the answer.
 
 When the store is the model port in the ledger's own database, the ledger row and the
 turn state are read in one query, and the UPDATE and the answer's upsert run without a
-savepoint (the transaction is rolled back whole when either fails), on PostgreSQL in
-one pipeline: three round trips and one commit in all. Any other port is read and
-written through the port, step by step.
+savepoint (the transaction is rolled back whole when either fails); on PostgreSQL they
+are one statement (a data-modifying ``WITH``): two round trips and one commit in all.
+Any other port is read and written through the port, step by step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -32,7 +32,7 @@ from turnstate_app.errors import (
     PauseCheckpointNotFoundError,
     PauseExpiredError,
 )
-from turnstate_app.keys import payload_key, turn_state_key
+from turnstate_app.keys import answer_key, payload_key, turn_state_key
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseStatus
 from turnstate_app.pauses.answers import validate_answer
@@ -82,10 +82,8 @@ def resume_pause(
     validate_answer(pause.answer_schema, answer)
     # The one winner.
     try:
-        with transaction.atomic(using=using):
-            won = consume_and_answer(store, using, claims, answer_value, now, fast=fast)
-            if not won():
-                raise _LostTheRaceError
+        if not consume_and_answer(store, using, claims, answer_value, now, fast=fast):
+            raise _LostTheRaceError
     except (_LostTheRaceError, OperationalError) as exc:
         if isinstance(exc, OperationalError) and not is_serialization_failure(exc):
             raise
@@ -149,24 +147,43 @@ def consume_and_answer(
     now: datetime,
     *,
     fast: bool,
-) -> Callable[[], bool]:
-    """Inside the caller's transaction: the conditional UPDATE, then the answer. Says who won.
+) -> bool:
+    """In one transaction: the conditional UPDATE, then the answer. Says whether this caller won.
 
-    On the model port's own path the answer is written without a savepoint (the caller's
-    transaction rolls back whole when it fails or the UPDATE lost) and, on PostgreSQL,
-    in one pipeline with the UPDATE, before the UPDATE's outcome is known: a loser's
-    answer goes with its rolled-back transaction.
+    On the model port's own path the answer is written without a savepoint (the transaction
+    rolls back whole when either fails or the UPDATE lost): on PostgreSQL both are one
+    statement, which writes the answer only if the UPDATE matched (outside the caller's
+    transaction it is its own: one round trip, one commit); elsewhere the answer is sent
+    before the UPDATE's outcome is known, and a loser's answer goes with its rolled-back
+    transaction.
     """
-    if not fast:
-        if not Pause.objects.using(using).consume(claims.jti, now=now):
-            return lambda: False
-        store.write_answer_sync(claims, answer_value)
-        return lambda: True
     connection = connections[using]
-    with whole_transaction_writes(), pipelined(connection):
-        won = ledger_sql.consume(connection, using=using, jti=claims.jti, now=now)
-        store.write_answer_sync(claims, answer_value)
-    return won
+    if fast and ledger_sql.answers_in_one_statement(connection):
+        with transaction.atomic(using=using) if connection.in_atomic_block else nullcontext():
+            return ledger_sql.consume_answering(
+                connection,
+                using=using,
+                jti=claims.jti,
+                now=now,
+                thread_id=claims.thread_id,
+                checkpoint_id=claims.checkpoint_id,
+                key=answer_key(claims),
+                value=answer_value,
+                task_id=claims.run_id,
+                max_bytes=conf.MAX_VALUE_BYTES,
+            )
+    with transaction.atomic(using=using):
+        if not fast:
+            if not Pause.objects.using(using).consume(claims.jti, now=now):
+                return False
+            store.write_answer_sync(claims, answer_value)
+            return True
+        with whole_transaction_writes(), pipelined(connection):
+            won = ledger_sql.consume(connection, using=using, jti=claims.jti, now=now)
+            store.write_answer_sync(claims, answer_value)
+        if not won():
+            raise _LostTheRaceError  # rolls the answer back with the transaction
+        return True
 
 
 def ledger_row(using: str, jti: str, now: datetime) -> Pause:

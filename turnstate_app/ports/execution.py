@@ -103,6 +103,68 @@ def pipelined(connection: BaseDatabaseWrapper) -> Iterator[None]:
         yield
 
 
+def sends_whole_transactions(connection: BaseDatabaseWrapper) -> bool:
+    """Whether :func:`transaction_in_one_round_trip` may run on ``connection`` now.
+
+    Only on psycopg 3 with pipelines, while nobody observes the connection (a logged query
+    must be one Django saw), Django holds no transaction on it and it is in autocommit: then
+    no one else's transaction state is touched by a BEGIN and COMMIT of our own.
+    """
+    if connection.vendor != "postgresql" or connection.in_atomic_block or observed(connection):
+        return False
+    return _pipelines_supported() and connection.get_autocommit()
+
+
+class NotCommittedError(Exception):
+    """A transaction sent in one round trip was refused and rolled back: nothing of it landed."""
+
+
+@contextmanager
+def transaction_in_one_round_trip(connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """BEGIN, the block's statements and COMMIT, sent in one psycopg pipeline: one round trip.
+
+    ``atomic()`` costs three on PostgreSQL (psycopg waits for its BEGIN's reply, the writes,
+    the COMMIT). The transaction starts as Django's would (the connection's isolation level).
+    When a statement or the COMMIT is refused on a live connection, the server has skipped
+    or rolled back the rest, so this raises :class:`NotCommittedError` from it: nothing
+    landed. A lost connection raises as it is: the COMMIT may have landed. Call only when
+    :func:`sends_whole_transactions` says so.
+    """
+    _guard(connection)
+    driver = connection.connection
+    begin = _begin_statement(driver.isolation_level)
+    committed = False
+    try:
+        with connection.wrap_database_errors, driver.pipeline():
+            driver.execute(begin)
+            yield
+            driver.execute("COMMIT")
+        committed = True
+    except Exception as exc:
+        if driver.broken or driver.closed:
+            raise
+        raise NotCommittedError(str(exc)) from exc
+    finally:
+        if not committed and not (driver.broken or driver.closed):
+            _roll_back_if_open(connection)
+
+
+def _begin_statement(isolation_level: Any) -> str:
+    # psycopg's IsolationLevel names are SQL's with underscores (REPEATABLE_READ).
+    if isolation_level is None:
+        return "BEGIN"
+    return f"BEGIN ISOLATION LEVEL {isolation_level.name.replace('_', ' ')}"
+
+
+def _roll_back_if_open(connection: BaseDatabaseWrapper) -> None:
+    from psycopg import pq
+
+    driver = connection.connection
+    if driver.info.transaction_status != pq.TransactionStatus.IDLE:
+        with connection.wrap_database_errors:
+            driver.execute("ROLLBACK")
+
+
 @cache
 def _pipelines_supported() -> bool:
     import psycopg

@@ -28,6 +28,8 @@ from django.db.models.signals import post_save, pre_save
 from turnstate_app.choices import PauseStatus
 from turnstate_app.managers import EFFECTIVE_STATUS, effective_status_at
 from turnstate_app.ports.execution import Outcome, run_statement, start_statement
+from turnstate_app.ports.limits import require_write
+from turnstate_app.ports.statements import statements_for
 
 
 def _pause_model() -> Any:
@@ -58,6 +60,8 @@ class LedgerStatements:
     read_converters: tuple[tuple[int, Any, tuple[Callable[..., Any], ...]], ...]
     consume: str
     native_consume: str
+    consume_answering: str
+    native_consume_answering: str
 
 
 @cache
@@ -124,6 +128,17 @@ def ledger_statements(alias: str) -> LedgerStatements:
         f"UPDATE {table} SET {column('status')} = %s, {column('answered_at')} = %s "
         f"WHERE {column('jti')} = %s AND {column('status')} = %s AND {column('expires_at')} > %s"
     )
+    # CONSUME AND ANSWER (PostgreSQL): the UPDATE in a data-modifying WITH, the port's own
+    # upsert of the answer taking its row only from what the UPDATE returned: the answer is
+    # written exactly when this statement won the pause.
+    consume_answering = ""
+    if connection.vendor == "postgresql":
+        upsert = statements_for(alias).write
+        values = f"VALUES ({', '.join(['%s'] * upsert.count('%s'))})"
+        assert upsert.count(values) == 1, upsert
+        consume_answering = f"WITH won AS ({consume} RETURNING 1) " + upsert.replace(
+            values, f"SELECT {values.removeprefix('VALUES (').removesuffix(')')} FROM won"
+        )
     return LedgerStatements(
         insert=insert,
         native_insert=native(insert),
@@ -137,6 +152,8 @@ def ledger_statements(alias: str) -> LedgerStatements:
         read_converters=converters,
         consume=consume,
         native_consume=native(consume),
+        consume_answering=consume_answering,
+        native_consume_answering=native(consume_answering),
     )
 
 
@@ -261,3 +278,51 @@ def consume(connection: BaseDatabaseWrapper, *, using: str, jti: str, now: datet
         connection, statements.consume, statements.native_consume, params
     )
     return lambda: sent()[0] == 1
+
+
+def answers_in_one_statement(connection: BaseDatabaseWrapper) -> bool:
+    """Whether :func:`consume_answering` exists here: PostgreSQL's data-modifying ``WITH``."""
+    return connection.vendor == "postgresql"
+
+
+def consume_answering(
+    connection: BaseDatabaseWrapper,
+    *,
+    using: str,
+    jti: str,
+    now: datetime,
+    thread_id: str,
+    checkpoint_id: str,
+    key: str,
+    value: str,
+    task_id: str | None,
+    max_bytes: int,
+) -> bool:
+    """``consume`` and the port's upsert of the answer as one statement: True when this caller won.
+
+    The model port's own path only (the store's rows in the ledger's database): one round
+    trip and, outside a transaction, one commit. The answer row is checked as the port checks
+    every write, and written only if the UPDATE matched, so a loser writes nothing.
+    """
+    vendor = connection.vendor
+    require_write(thread_id, checkpoint_id, key, value, task_id, vendor=vendor, max_bytes=max_bytes)
+    statements = ledger_statements(using)
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    params = (
+        PauseStatus.ANSWERED.value,
+        stamp,
+        jti,
+        PauseStatus.PENDING.value,
+        stamp,
+        thread_id,
+        checkpoint_id,
+        key,
+        value,
+        task_id,
+        stamp,
+        stamp,
+    )
+    rowcount, _ = run_statement(
+        connection, statements.consume_answering, statements.native_consume_answering, params
+    )
+    return rowcount == 1
