@@ -69,15 +69,17 @@ from bench.common import (  # noqa: E402 - needs the repository root on sys.path
 
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/turnstate_bench_lc"
 TABLES = ("turnstate_app_checkpointmetadata", "turnstate_app_pause")
-OPS = ("floor", "upsert", "mint", "resume", "rest")
+OPS = ("floor", "upsert", "mint", "resume", "rest", "rest_noop")
 LABELS = {
     "floor": "floor upsert (raw driver)",
     "upsert": "port upsert (the unit)",
     "mint": "mint_pause",
     "resume": "resume_pause",
     "rest": "REST POST pauses/resume/",
+    "rest_noop": "DRF no-op POST (same auth)",
 }
 RESUME_URL = "/api/turnstate/pauses/resume/"
+NOOP_URL = "/bench/noop/"
 COUNTS_NOTE = {
     "postgresql": "db stmts, round trips and commits = libpq's\n"
     "protocol trace (BEGIN and COMMIT included).\n",
@@ -224,12 +226,26 @@ def op_rest(bench: Bench) -> Callable[[], object]:
     return call
 
 
+def op_rest_noop(bench: Bench) -> Callable[[], object]:
+    """What any DRF endpoint costs here: the same client, token authentication, permission, JSON
+    parsing and rendering around a view that does nothing. The REST resume cannot cost less."""
+    body = {"token": "t" * 120, "answer": ANSWER}
+
+    def call() -> None:
+        response = bench.client.post(NOOP_URL, body, format="json")
+        if response.status_code != 200:
+            raise SystemExit(f"POST {NOOP_URL} answered {response.status_code}: {response.content!r}")
+
+    return call
+
+
 BUILDERS: dict[str, Callable[[Bench], Callable[[], object]]] = {
     "floor": op_floor,
     "upsert": op_upsert,
     "mint": op_mint,
     "resume": op_resume,
     "rest": op_rest,
+    "rest_noop": op_rest_noop,
 }
 
 
@@ -254,9 +270,23 @@ def install_urls() -> None:
     import types
 
     from django.urls import include, path
+    from rest_framework.permissions import IsAuthenticated
+    from rest_framework.request import Request
+    from rest_framework.response import Response
+    from rest_framework.views import APIView
+
+    class NoopView(APIView):
+        permission_classes = [IsAuthenticated]
+
+        def post(self, request: Request) -> Response:
+            request.data  # noqa: B018 - parsed, as the resume endpoint parses its body
+            return Response({"jti": "x", "answer": ANSWER, "resumable": True})
 
     module = types.ModuleType(URLCONF)
-    module.urlpatterns = [path("api/turnstate/", include("turnstate_app.urls"))]  # type: ignore[attr-defined]
+    module.urlpatterns = [  # type: ignore[attr-defined]
+        path("api/turnstate/", include("turnstate_app.urls")),
+        path(NOOP_URL.strip("/") + "/", NoopView.as_view()),
+    ]
     sys.modules[URLCONF] = module
 
 
@@ -395,9 +425,15 @@ def render(
     resume = next(r for r in rows if r["op"] == "resume")
     rest = next(r for r in rows if r["op"] == "rest")
     rest_rounds = [median(r["rest"]) / median(r["resume"]) for r in rounds]
+    noop = next(r for r in rows if r["op"] == "rest_noop")
+    noop_rounds = [median(r["rest_noop"]) / median(r["resume"]) for r in rounds]
     out.write(
         f"\nREST / resume_pause: {rest['median_us'] / resume['median_us']:.2f}x "
         f"(rounds {min(rest_rounds):.2f}-{max(rest_rounds):.2f})\n"
+        f"DRF no-op / resume_pause: {noop['median_us'] / resume['median_us']:.2f}x "
+        f"(rounds {min(noop_rounds):.2f}-{max(noop_rounds):.2f}); "
+        f"(REST - no-op) / resume_pause: "
+        f"{(rest['median_us'] - noop['median_us']) / resume['median_us']:.2f}x\n"
     )
     out.write(
         "\nTimes in us per call. 'x upsert' = median / the port upsert's median in the same run;\n"

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.api_support import client_for
 from tests.pause_helpers import mint, mint_fields
-from tests.test_pauses import data_statements
+from tests.test_pauses import RESUME_STATEMENTS, data_statements
 from turnstate_app.errors import AnswerValidationError, CheckpointFieldError, PauseAlreadyAnsweredError
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus
 from turnstate_app.pauses import mint_pause, resume_pause
@@ -87,7 +87,7 @@ def test_the_answer_is_judged_after_the_person_and_the_pause(users: dict[str, An
 
 
 def test_a_schema_costs_no_statement_at_resume() -> None:
-    """The schema comes with the ledger row the resume reads anyway: still 3 statements."""
+    """The schema comes with the ledger row the resume reads anyway: no statement more."""
     minted = mint(answer_schema=SCHEMA)
     with CaptureQueriesContext(connection) as refused, pytest.raises(AnswerValidationError):
         resume_pause(minted.token, {})
@@ -95,7 +95,7 @@ def test_a_schema_costs_no_statement_at_resume() -> None:
     assert len(data_statements(refused)) == 1, data_statements(refused)
     with CaptureQueriesContext(connection) as resuming:
         resume_pause(minted.token, {"date": "2026-12-24", "seats": 1})
-    assert len(data_statements(resuming)) == 3, data_statements(resuming)
+    assert len(data_statements(resuming)) == RESUME_STATEMENTS, data_statements(resuming)
 
 
 def test_a_schema_must_be_an_object() -> None:

@@ -281,12 +281,26 @@ def test_a_failed_answer_write_rolls_the_consume_back(monkeypatch: pytest.Monkey
         raise ConnectionError("database went away")
 
     monkeypatch.setattr(ModelCheckpointCommandPort, "write_metadata_sync", refuse)
-    # On PostgreSQL the answer's upsert is part of the consuming statement: refuse that one.
-    answering = ledger_sql.ledger_statements("default").consume_answering
+    with pytest.raises(ConnectionError):
+        resume_pause(minted.token, "x")
+    monkeypatch.undo()
+    assert Pause.objects.get().status == "pending"
+    assert resume_pause(minted.token, "x").answer == "x"
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="one statement consumes and answers on PostgreSQL"
+)
+def test_a_refused_consume_and_answer_statement_keeps_the_pause_pending(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from turnstate_app.ports.execution import run_statement
 
+    minted = mint(1)
+    answering = ledger_sql.ledger_statements("default").consume_answering
+
     def refuse_answering(connection: Any, portable: str, native: str, params: Any) -> Any:
-        if answering and portable == answering:
+        if portable == answering:
             raise ConnectionError("database went away")
         return run_statement(connection, portable, native, params)
 
@@ -295,7 +309,27 @@ def test_a_failed_answer_write_rolls_the_consume_back(monkeypatch: pytest.Monkey
         resume_pause(minted.token, "x")
     monkeypatch.undo()
     assert Pause.objects.get().status == "pending"
+    assert not CheckpointMetadata.objects.filter(key=answer_key(minted.claims)).exists()
     assert resume_pause(minted.token, "x").answer == "x"
+
+
+def test_a_port_whose_write_is_overridden_writes_the_answer_itself() -> None:
+    """The one-statement consume-and-answer writes on the port's behalf: never past an override."""
+    from turnstate_app.turnstate import TurnCheckpointStore
+
+    written: list[str] = []
+
+    class CountingPort(ModelCheckpointCommandPort):
+        def write_metadata_sync(self, **kwargs: Any) -> None:
+            written.append(kwargs["key"])
+            super().write_metadata_sync(**kwargs)
+
+    store = TurnCheckpointStore(commands=CountingPort())
+    minted = mint(1, store=store)
+    written.clear()
+    resume_pause(minted.token, "yes", store=store)
+    assert written == [answer_key(minted.claims)]
+    assert CheckpointMetadata.objects.get(key=answer_key(minted.claims)).value == '"yes"'
 
 
 # -- async twins --------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from turnstate_app.ports import get_default_store
 from turnstate_app.ports import ledger as ledger_sql
 from turnstate_app.ports.execution import pipelined
 from turnstate_app.ports.limits import require_value
-from turnstate_app.ports.model import reading_primary, whole_transaction_writes
+from turnstate_app.ports.model import reading_primary, whole_transaction_writes, writes_as_defined
 from turnstate_app.turnstate import (
     TurnCheckpoint,
     TurnCheckpointStore,
@@ -158,7 +158,7 @@ def consume_and_answer(
     transaction.
     """
     connection = connections[using]
-    if fast and ledger_sql.answers_in_one_statement(connection):
+    if fast and ledger_sql.answers_in_one_statement(connection) and writes_as_defined(store.commands):
         with transaction.atomic(using=using) if connection.in_atomic_block else nullcontext():
             return ledger_sql.consume_answering(
                 connection,

@@ -169,3 +169,15 @@ class ModelCheckpointCommandPort:
         # Inside the caller's transaction: a savepoint, so a refused write leaves it usable.
         with transaction.atomic(using=alias):
             return run_statement(connection, portable, native, params)[0]
+
+
+_DEFINED_WRITE = ModelCheckpointCommandPort.write_metadata_sync
+
+
+def writes_as_defined(port: object) -> bool:
+    """Whether ``port``'s sync write is this module's own, not a subclass's or a patched one.
+
+    A statement that writes a row on the port's behalf (the resume's consume-and-answer on
+    PostgreSQL) is taken only then, so an override of the write always runs.
+    """
+    return getattr(type(port), "write_metadata_sync", None) is _DEFINED_WRITE
