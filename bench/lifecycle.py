@@ -69,10 +69,11 @@ from bench.common import (  # noqa: E402 - needs the repository root on sys.path
 
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/turnstate_bench_lc"
 TABLES = ("turnstate_app_checkpointmetadata", "turnstate_app_pause")
-OPS = ("floor", "upsert", "mint", "resume", "rest", "rest_noop")
+OPS = ("floor", "upsert", "floor_mint", "mint", "resume", "rest", "rest_noop")
 LABELS = {
     "floor": "floor upsert (raw driver)",
     "upsert": "port upsert (the unit)",
+    "floor_mint": "floor mint (raw driver)",
     "mint": "mint_pause",
     "resume": "resume_pause",
     "rest": "REST POST pauses/resume/",
@@ -108,6 +109,7 @@ class Bench:
     tokens: deque[str]
     rest_tokens: deque[str]
     client: Any = None  # DRF's APIClient, authenticated with a token
+    floor_mint: Callable[[int], object] | None = None
     counter: int = 0
 
     def next_id(self) -> int:
@@ -239,9 +241,76 @@ def op_rest_noop(bench: Bench) -> Callable[[], object]:
     return call
 
 
+def make_floor_mint(bench: Bench, driver: Any) -> Callable[[int], object]:
+    """A mint's own statements, as one mint sent them, replayed on the floor's raw connection.
+
+    One mint is captured through Django (its SQL and parameters); each call replays those
+    statements for a new thread and pause id in one transaction, the way the app's fast path
+    sends them: on PostgreSQL BEGIN, the writes and COMMIT in one pipeline, prepared; on
+    SQLite ``BEGIN IMMEDIATE`` ... ``COMMIT``; on MariaDB the writes and COMMIT. What
+    ``mint_pause`` costs beyond this is Python: checks, encoding, the ledger row, the token.
+    """
+    from django.db import connection
+
+    captured: list[tuple[str, tuple[Any, ...]]] = []
+
+    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if sql.lstrip().upper().startswith(("INSERT", "UPDATE", "WITH")):
+            captured.append((sql, tuple(params)))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        minted = mint(bench)
+    assert len(captured) == 3, captured
+    old = (minted.claims.thread_id, minted.claims.jti)
+    vendor = bench.target.vendor
+
+    def statements(i: int) -> list[tuple[str, tuple[Any, ...]]]:
+        new = {old[0]: f"bench-floor-mint-{i:07d}", old[1]: f"floor-jti-{i:07d}"}
+        return [(sql, tuple(new.get(p, p) if isinstance(p, str) else p for p in ps)) for sql, ps in captured]
+
+    if vendor == "postgresql":
+        cursors = [driver.cursor() for _ in captured]
+
+        def pg_mint(i: int) -> None:
+            with driver.pipeline():
+                driver.execute("BEGIN")
+                for cur, (sql, params) in zip(cursors, statements(i), strict=True):
+                    cur.execute(sql, params, prepare=True)
+                driver.execute("COMMIT")
+
+        return pg_mint
+    cur = driver.cursor()
+    if vendor == "sqlite":
+
+        def sqlite_mint(i: int) -> None:
+            cur.execute("BEGIN IMMEDIATE")
+            for sql, params in statements(i):
+                cur.execute(qmark(sql), params)
+            cur.execute("COMMIT")
+
+        return sqlite_mint
+
+    def mysql_mint(i: int) -> None:
+        driver.autocommit(False)
+        for sql, params in statements(i):
+            cur.execute(sql, params)
+        driver.commit()
+        driver.autocommit(True)
+
+    return mysql_mint
+
+
+def op_floor_mint(bench: Bench) -> Callable[[], object]:
+    assert bench.floor_mint is not None
+    i, replay = bench.next_id(), bench.floor_mint
+    return lambda: replay(i)
+
+
 BUILDERS: dict[str, Callable[[Bench], Callable[[], object]]] = {
     "floor": op_floor,
     "upsert": op_upsert,
+    "floor_mint": op_floor_mint,
     "mint": op_mint,
     "resume": op_resume,
     "rest": op_rest,
@@ -426,6 +495,8 @@ def render(
     rest = next(r for r in rows if r["op"] == "rest")
     rest_rounds = [median(r["rest"]) / median(r["resume"]) for r in rounds]
     noop = next(r for r in rows if r["op"] == "rest_noop")
+    floor_mint = next(r for r in rows if r["op"] == "floor_mint")
+    mint_row = next(r for r in rows if r["op"] == "mint")
     noop_rounds = [median(r["rest_noop"]) / median(r["resume"]) for r in rounds]
     out.write(
         f"\nREST / resume_pause: {rest['median_us'] / resume['median_us']:.2f}x "
@@ -434,6 +505,8 @@ def render(
         f"(rounds {min(noop_rounds):.2f}-{max(noop_rounds):.2f}); "
         f"(REST - no-op) / resume_pause: "
         f"{(rest['median_us'] - noop['median_us']) / resume['median_us']:.2f}x\n"
+        f"mint_pause / floor mint: {mint_row['median_us'] / floor_mint['median_us']:.2f}x "
+        f"(the floor mint: the same statements on the raw driver, one transaction)\n"
     )
     out.write(
         "\nTimes in us per call. 'x upsert' = median / the port upsert's median in the same run;\n"
@@ -509,10 +582,11 @@ def main(argv: list[str] | None = None) -> int:
             f"the tables hold {foreign} rows the bench did not write and it empties them: point --database "
             "at a database of its own (e.g. .../turnstate_bench_lc) or pass --force"
         )
-    floor_call, floor_close, _ = make_floor(target)
+    floor_call, floor_close, floor_driver = make_floor(target)
     prompt, messages = make_transcript(args.value_bytes)
     bench = Bench(target, prompt, messages, make_values(args.value_bytes), floor_call, deque(), deque())
     bench.client = rest_client()
+    bench.floor_mint = make_floor_mint(bench, floor_driver)
     env = environment(target, server_version(target), args)
     started = time.monotonic()
     print(
