@@ -4,10 +4,11 @@
 Per call, in CPU time of the calling thread (``thread_time_ns``, so a busy machine's
 preemption does not count): ours whole, ours inside the driver's ``execute`` and fetch,
 and ``SqliteSaver`` whole, for ``put``, ``put_writes``, ``get_tuple`` and ``list``. Then the
-``put`` statement alone on bare ``sqlite3`` connections: on the table as Django creates it
-(``integer PRIMARY KEY AUTOINCREMENT``), on the same table with a plain ``integer PRIMARY
-KEY``, and ``SqliteSaver``'s own statement on its own table. The gap between the first two
-is what the id column costs each insert. A diagnosis, not a target: it prints and exits 0::
+``put`` statement alone on bare ``sqlite3`` connections: on the table as it was before
+migration 0003 (``integer PRIMARY KEY AUTOINCREMENT``, Django's default), on the table as
+migrated (a plain ``integer PRIMARY KEY``), and ``SqliteSaver``'s own statement on its own
+table. The gap between the first two is what AUTOINCREMENT cost each insert. A diagnosis,
+not a target: it prints and exits 0::
 
     .venv/bin/python bench/langgraph_sqlite_floor.py
 """
@@ -39,6 +40,7 @@ CLOCK = time.thread_time_ns
 N = 300
 ROUNDS = 6
 VERSION = f"{1:032}.{1:016}"
+ROWID = '"id" integer NOT NULL PRIMARY KEY'
 THEIR_PUT = (
     "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
     "type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -132,9 +134,11 @@ def statement_floor(django_table_sql: str, our_put: str) -> dict[str, float]:
     from turnstate_app.contrib.langgraph.keys import ROOT_NS_HASH
 
     folder = tempfile.mkdtemp(prefix="lgs-floor-")
+    plain = django_table_sql.replace(" AUTOINCREMENT", "")
+    autoincrement = plain.replace(ROWID, f"{ROWID} AUTOINCREMENT")
     variants = {
-        "ours, id AUTOINCREMENT (as migrated)": (django_table_sql, our_put),
-        "ours, plain integer id": (django_table_sql.replace(" AUTOINCREMENT", ""), our_put),
+        "ours, id AUTOINCREMENT (before 0003)": (autoincrement, our_put),
+        "ours, plain integer id (as migrated)": (plain, our_put),
         "SqliteSaver's statement and table": (THEIR_TABLE, THEIR_PUT),
     }
     conns = {}

@@ -15,6 +15,7 @@ once per connection and statement, and a read comes back as a plain list of rows
 from __future__ import annotations
 
 import sys
+from _thread import get_ident
 from asyncio import _get_running_loop
 from collections.abc import Sequence
 from typing import Any
@@ -41,19 +42,27 @@ def _qmark(sql: str) -> str:
 
 
 def _observed(connection: BaseDatabaseWrapper) -> bool:
-    return bool(connection.queries_logged or connection.execute_wrappers)
+    return bool(connection.execute_wrappers or connection.queries_logged)
 
 
 def _driver(connection: BaseDatabaseWrapper) -> tuple[Any, int]:
-    """The connection's cached driver cursor (after Django's guards), rebuilt for a new driver connection."""
-    connection.close_if_health_check_failed()
-    if connection.connection is None or _get_running_loop() is not None:
+    """The connection's cached driver cursor (after Django's guards), rebuilt for a new driver connection.
+
+    Each guard is Django's own method, called whenever its condition could fail (and then it
+    decides); when it cannot, the call is skipped.
+    """
+    if connection.health_check_enabled and not connection.health_check_done:  # type: ignore[attr-defined]
+        connection.close_if_health_check_failed()
+    driver = connection.connection
+    if driver is None or _get_running_loop() is not None:
         # Connects; or, open but called under a running event loop, raises Django's
         # SynchronousOnlyOperation (its own check, which costs an exception per call otherwise).
         connection.ensure_connection()
-    connection.validate_thread_sharing()
-    connection.validate_no_broken_transaction()
-    driver = connection.connection
+        driver = connection.connection
+    if connection._thread_ident != get_ident() and not connection.allow_thread_sharing:  # type: ignore[attr-defined]
+        connection.validate_thread_sharing()
+    if connection.needs_rollback:
+        connection.validate_no_broken_transaction()
     cached = connection.__dict__.get(_CACHE)
     if cached is not None and cached[0] is driver:
         return cached[1], cached[2]
@@ -82,6 +91,13 @@ def _run(cursor: Any, mode: int, sql: str, params: Sequence[Any]) -> None:
         cursor.execute(sql, params)
 
 
+def _translate(connection: BaseDatabaseWrapper, exc: Exception) -> None:
+    """Raise Django's counterpart of a driver error, as ``with connection.wrap_database_errors``
+    would (returns for any other exception); spelt as a handler so a statement that succeeds
+    pays nothing for it."""
+    connection.wrap_database_errors.__exit__(type(exc), exc, exc.__traceback__)
+
+
 def fetch(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> list[Any]:
     """Run one query; return its rows."""
     if _observed(connection):
@@ -89,9 +105,13 @@ def fetch(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> l
             cursor.execute(sql, params)
             return list(cursor.fetchall())
     cursor, mode = _driver(connection)
-    with connection.wrap_database_errors:
+    try:
         _run(cursor, mode, sql, params)
-        return list(cursor.fetchall())
+        rows: list[Any] = cursor.fetchall()  # a list from both sqlite3 and psycopg
+    except Exception as exc:
+        _translate(connection, exc)
+        raise
+    return rows
 
 
 def write(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> None:
@@ -101,8 +121,11 @@ def write(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> N
             cursor.execute(sql, params)
         return
     cursor, mode = _driver(connection)
-    with connection.wrap_database_errors:
+    try:
         _run(cursor, mode, sql, params)
+    except Exception as exc:
+        _translate(connection, exc)
+        raise
 
 
 def run_writes(connection: BaseDatabaseWrapper, batch: Sequence[tuple[str, Sequence[Any]]]) -> None:

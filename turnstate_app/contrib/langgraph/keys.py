@@ -56,4 +56,7 @@ def namespace_of(value: Any) -> str:
 def version_of(channel: str, value: Any) -> str:
     """A channel version as stored: its ``str``, whatever type LangGraph gave (int, float, str)."""
     check_text("channel", channel, max_length=NAME_MAX_LENGTH)
-    return check_text(f"version of {channel!r}", str(value), max_length=SHORT_ID_MAX_LENGTH)
+    version = value if type(value) is str else str(value)
+    if 0 < len(version) <= SHORT_ID_MAX_LENGTH and "\x00" not in version:
+        return version  # valid: the field's name (which names the channel) is spelt only for an error
+    return check_text(f"version of {channel!r}", version, max_length=SHORT_ID_MAX_LENGTH)

@@ -4,7 +4,9 @@ A channel's value is stored once per version, so a checkpoint that leaves a chan
 unchanged costs no copy of it. ``checkpoint_ns`` (nested subgraph paths grow without
 bound) is kept whole in a text column and keyed by its SHA-256 (``ns_hash``), which
 keeps every unique index small enough for PostgreSQL's btree entries and MariaDB's
-key length. Ids compare byte for byte on every database (see migration 0002).
+key length. Ids compare byte for byte on every database (see migration 0002). Each table's
+``id`` is a :class:`~turnstate_app.contrib.langgraph.fields.RowId` (SQLite's plain rowid; see
+migration 0003).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
 
+from turnstate_app.contrib.langgraph.fields import RowId
 from turnstate_app.contrib.langgraph.keys import (
     HASH_LENGTH,
     NAME_MAX_LENGTH,
@@ -72,6 +75,8 @@ class CheckpointQuerySet(models.QuerySet["Checkpoint"]):
 class Checkpoint(models.Model):
     """One LangGraph checkpoint: its serialized body (without channel values) and metadata."""
 
+    id = RowId(primary_key=True, serialize=False, verbose_name="ID")
+
     thread_id = models.CharField(_("thread id"), max_length=THREAD_ID_MAX_LENGTH)
     checkpoint_ns = models.TextField(
         _("checkpoint namespace"),
@@ -125,6 +130,8 @@ class LangGraphThread(Checkpoint):
 class ChannelBlob(models.Model):
     """One channel's value at one version, shared by every checkpoint that saw that version."""
 
+    id = RowId(primary_key=True, serialize=False, verbose_name="ID")
+
     thread_id = models.CharField(_("thread id"), max_length=THREAD_ID_MAX_LENGTH)
     ns_hash = models.CharField(_("namespace hash"), max_length=HASH_LENGTH)
     channel = models.CharField(_("channel"), max_length=NAME_MAX_LENGTH)
@@ -147,6 +154,8 @@ class ChannelBlob(models.Model):
 
 class CheckpointWrite(models.Model):
     """A pending write of one task against one checkpoint (``idx`` < 0: a special channel)."""
+
+    id = RowId(primary_key=True, serialize=False, verbose_name="ID")
 
     thread_id = models.CharField(_("thread id"), max_length=THREAD_ID_MAX_LENGTH)
     ns_hash = models.CharField(_("namespace hash"), max_length=HASH_LENGTH)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import random
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -92,11 +92,14 @@ def _model() -> Any:
 
 def _created_at(connection: BaseDatabaseWrapper) -> Any:
     """``now`` as the connection stores a ``DateTimeField``: Django's own adaptation, whose result
-    on SQLite in UTC (naive UTC, ``str``) is spelt directly, as every ``put`` stores one."""
-    now = timezone.now()
-    if connection.vendor == "sqlite" and now.tzinfo is UTC and connection.timezone is UTC:
-        return str(now.replace(tzinfo=None))
-    return connection.ops.adapt_datetimefield_value(now)
+    on SQLite in UTC (naive UTC, ``str``) is spelt directly, as every ``put`` stores one.
+
+    ``connection.timezone`` is UTC only while ``USE_TZ`` is on (Django resets it when the
+    setting changes); the aware ISO form without its ``+00:00`` is ``str`` of the naive value.
+    """
+    if connection.vendor == "sqlite" and connection.timezone is UTC:
+        return datetime.now(UTC).isoformat(" ")[:-6]
+    return connection.ops.adapt_datetimefield_value(timezone.now())
 
 
 class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
