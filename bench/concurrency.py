@@ -481,6 +481,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--profile", action="store_true", help="afterwards, break the port's client CPU per upsert down"
     )
+    parser.add_argument(
+        "--profile-only", action="store_true", help="only the CPU breakdown (--profile), no timed rounds"
+    )
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "concurrency-postgresql.json")
     args = parser.parse_args(argv)
     if min(args.processes, args.ops, args.keys, args.value_bytes, args.repeat) < 1:
@@ -502,6 +505,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{TABLE} holds {foreign} rows the bench did not write and it truncates the table: point "
             "--database at a database of its own (e.g. .../turnstate_bench_cc) or pass --force"
         )
+    if args.profile_only:
+        print(cpu_breakdown(target, admin, args.value_bytes))
+        admin.truncate()
+        admin.conn.close()
+        return 0
     env = environment(target, server_version(target), args)
     from django.db import connections
 
