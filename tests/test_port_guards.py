@@ -193,13 +193,19 @@ def test_turning_prepared_statements_off_takes_effect_at_once(
 ) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("prepared statements are PostgreSQL's")
-    write(model_port, "warm")
-    assert _driver_cursor(connection)[1] is True
+
+    def claim_prepared() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return any("DO NOTHING" in row[0] for row in cursor.fetchall())
+
+    connection.close()
+    write(model_port, "warm")  # a fresh driver connection, its cursor cached with preparing on
     with override_settings(TURNSTATE={"PREPARED_STATEMENTS": False}):
-        write(model_port, "plain")
-        assert _driver_cursor(connection)[1] is False
-    write(model_port, "prepared")
-    assert _driver_cursor(connection)[1] is True
+        assert model_port.claim_metadata_sync(**ROW, key="plain", value="v", task_id=None)
+        assert not claim_prepared()
+    assert model_port.claim_metadata_sync(**ROW, key="prepared", value="v", task_id=None)
+    assert claim_prepared()
 
 
 @pytest.mark.parametrize("turn_on", ["override_settings", "assignment"])
@@ -297,8 +303,8 @@ def test_the_quick_check_accepts_only_what_the_full_check_accepts(vendor: str | 
             return False
         return True
 
-    def quick(*args: Any) -> bool:
-        return plainly_valid_write(*args, vendor, 64)
+    def quick(thread_id: Any, checkpoint_id: Any, key: Any, value: Any, task_id: Any) -> bool:
+        return plainly_valid_write(thread_id, checkpoint_id, key, value, task_id, vendor, 64)
 
     ids = _edge_ids()
     cases: list[tuple[Any, ...]] = []

@@ -26,6 +26,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from turnstate_app.conf import SETTINGS_READ, conf
 
+_handler: Any = connections  # its ``_connections`` (the asgiref Local) is not in the stubs
+
 # On each connection wrapper: (driver connection, its cursor, prepare?, conf.generation).
 _GUARD_RECORD = "_turnstate_port_guard"
 
@@ -210,14 +212,15 @@ def _ready_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, bool]:
     are skipped. Otherwise every check runs, as Django's cursor runs them, and raises or
     reconnects exactly as it would.
     """
-    record = connection.__dict__.get(_GUARD_RECORD)
+    wrapper: Any = connection  # attributes Django sets in __init__ and connect(), not in the stubs
+    record = wrapper.__dict__.get(_GUARD_RECORD)
     if (
         record is not None
-        and record[0] is connection.connection  # not None: a record is made for an open one
+        and record[0] is wrapper.connection  # not None: a record is made for an open one
         and record[3] == conf.generation
-        and connection._thread_ident == get_ident()
-        and not connection.needs_rollback
-        and (connection.health_check_done or not connection.health_check_enabled)
+        and wrapper._thread_ident == get_ident()
+        and not wrapper.needs_rollback
+        and (wrapper.health_check_done or not wrapper.health_check_enabled)
         and _get_running_loop() is None
     ):
         return record[1], record[2]
@@ -263,7 +266,7 @@ def connection_for(alias: str) -> BaseDatabaseWrapper:
     ``connections[alias]``.
     """
     if _get_running_loop() is None:
-        storage = getattr(connections._connections, "_storage", None)
+        storage = getattr(_handler._connections, "_storage", None)
         if type(storage) is _thread_local:
             found = storage.__dict__.get(alias)
             if found is not None:

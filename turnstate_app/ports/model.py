@@ -190,15 +190,16 @@ class ModelCheckpointCommandPort:
         alias = router.db_for_write(_model())
         connection = connection_for(alias)
         state = _port_state(connection)
-        if not plainly_valid_write(thread_id, checkpoint_id, key, value, task_id, state.vendor, state.max_bytes):
+        vendor, max_bytes = state.vendor, state.max_bytes
+        if not plainly_valid_write(thread_id, checkpoint_id, key, value, task_id, vendor, max_bytes):
             require_write(
                 thread_id,
                 checkpoint_id,
                 key,
                 value,
                 task_id,
-                vendor=state.vendor,
-                max_bytes=state.max_bytes,
+                vendor=vendor,
+                max_bytes=max_bytes,
             )
         # timezone.now(), reading USE_TZ without LazySettings' __getattribute__.
         use_tz = SETTINGS_READ.get("USE_TZ")
@@ -207,7 +208,7 @@ class ModelCheckpointCommandPort:
         now = state.adapt_now(datetime.now(UTC if use_tz else None))
         params = (thread_id, checkpoint_id, key, value, task_id, now, now)
         portable, native = state.statements[statement]
-        if state.vendor == "mysql":
+        if vendor == "mysql":
             require_fits_packet(connection, native, params)
         if not connection.in_atomic_block or _whole_transaction.get():
             return run_statement(connection, portable, native, params, first_row=False)[0]
