@@ -62,7 +62,7 @@ def run_statement(
             cursor.execute(portable_sql, params)
             return int(cursor.rowcount), _first_row(cursor) if first_row else None
     try:
-        cursor, prepare = _ready_cursor(connection)
+        _, cursor, prepare, _ = _guard_record(connection)
         if prepare:
             cursor.execute(native_sql, params, prepare=True)
         else:
@@ -202,15 +202,21 @@ def _guard(connection: BaseDatabaseWrapper) -> None:
 
 
 def _ready_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, bool]:
-    """Django's per-statement guards (:func:`_guard`), then the cached driver cursor and whether to prepare.
+    """Django's per-statement guards, then the cached driver cursor and whether to prepare."""
+    _, cursor, prepare, _ = _guard_record(connection)
+    return cursor, prepare
 
-    The guard record kept on the connection says for which driver connection the cursor
-    was built and under which settings. While the same driver connection is open, its
-    health check (if enabled) is done for this request, it is used by the thread that
-    made it, no transaction is broken, no event loop runs in this thread and no setting
-    changed, each of Django's four checks would return without doing anything: then they
-    are skipped. Otherwise every check runs, as Django's cursor runs them, and raises or
-    reconnects exactly as it would.
+
+def _guard_record(connection: BaseDatabaseWrapper) -> tuple[Any, Any, bool, int]:
+    """Django's per-statement guards (:func:`_guard`), then the connection's guard record.
+
+    The record kept on the connection, (driver connection, its cursor, prepare?, settings
+    generation), says for which driver connection the cursor was built and under which
+    settings. While the same driver connection is open, its health check (if enabled) is
+    done for this request, it is used by the thread that made it, no transaction is broken,
+    no event loop runs in this thread and no setting changed, each of Django's four checks
+    would return without doing anything: then they are skipped. Otherwise every check runs,
+    as Django's cursor runs them, and raises or reconnects exactly as it would.
     """
     wrapper: Any = connection  # attributes Django sets in __init__ and connect(), not in the stubs
     record = wrapper.__dict__.get(_GUARD_RECORD)
@@ -223,9 +229,10 @@ def _ready_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, bool]:
         and (wrapper.health_check_done or not wrapper.health_check_enabled)
         and _get_running_loop() is None
     ):
-        return record[1], record[2]
+        return record  # type: ignore[no-any-return]
     _guard(connection)
-    return _driver_cursor(connection)
+    _driver_cursor(connection)
+    return wrapper.__dict__[_GUARD_RECORD]  # type: ignore[no-any-return]
 
 
 def _first_row(cursor: Any) -> Any:

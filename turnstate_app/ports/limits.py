@@ -118,21 +118,20 @@ def plainly_valid_write(
     """
     if task_id is None:
         task_id = "-"
-    if not (type(thread_id) is str is type(checkpoint_id) is type(key) is type(value) is type(task_id)):
-        return False
-    ids = thread_id + checkpoint_id + key + task_id
     if not (
-        0 < len(thread_id) <= ID_MAX_LENGTH
+        type(thread_id) is str is type(checkpoint_id) is type(key) is type(value) is type(task_id)
+        and 0 < len(thread_id) <= ID_MAX_LENGTH
         and 0 < len(checkpoint_id) <= ID_MAX_LENGTH
         and 0 < len(key) <= ID_MAX_LENGTH
         and 0 < len(task_id) <= ID_MAX_LENGTH
         and len(value) <= max_bytes
-        and ids.isascii()
         and value.isascii()
-        and "\x00" not in ids
         and "\x00" not in value
     ):
         return False
+    ids = thread_id + checkpoint_id + key + task_id
+    if not ids.isascii() or "\x00" in ids:
+        return False
     # ASCII: one byte a character, so the three row ids take len() UTF-8 bytes.
     limit = INDEX_ID_BYTE_LIMITS.get(vendor or "")
-    return limit is None or len(thread_id) + len(checkpoint_id) + len(key) <= limit
+    return limit is None or len(ids) - len(task_id) <= limit

@@ -187,9 +187,11 @@ class ModelCheckpointCommandPort:
         value: str,
         task_id: str | None,
     ) -> int:
-        alias = router.db_for_write(_model())
+        alias = router.db_for_write(_checkpoint_model or _model())
         connection = connection_for(alias)
-        state = _port_state(connection)
+        state = connection.__dict__.get(_PORT_STATE)
+        if state is None or state.generation != conf.generation:
+            state = _port_state(connection)
         vendor, max_bytes = state.vendor, state.max_bytes
         if not plainly_valid_write(thread_id, checkpoint_id, key, value, task_id, vendor, max_bytes):
             require_write(
