@@ -233,6 +233,19 @@ def test_debug_turned_on_logs_the_ports_statements(
     assert connection.queries == []
 
 
+def test_use_tz_turned_off_stamps_naive_times_as_timezone_now_would(
+    model_port: ModelCheckpointCommandPort,
+) -> None:
+    write(model_port, "warm")
+    with override_settings(USE_TZ=False):
+        # SQLite and MariaDB refuse an aware datetime when USE_TZ is off: a stale read would raise.
+        write(model_port, "naive")
+        stamped = CheckpointMetadata.objects.get(**ROW, key="naive").created_at
+    assert stamped.tzinfo is None
+    write(model_port, "aware")
+    assert CheckpointMetadata.objects.get(**ROW, key="aware").created_at.tzinfo is not None
+
+
 # -- connection_for ------------------------------------------------------------------
 
 

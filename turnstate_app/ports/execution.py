@@ -87,8 +87,8 @@ def start_statement(
             logged.execute(portable_sql, params)
             done: Outcome = (int(logged.rowcount), _first_row(logged), getattr(logged, "lastrowid", None))
         return lambda: done
-    _, prepare = _ready_cursor(connection)
     with connection.wrap_database_errors:
+        _, prepare = _ready_cursor(connection)
         driver = connection.connection
         if connection.vendor == "postgresql":
             import psycopg
