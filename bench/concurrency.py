@@ -481,9 +481,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--profile", action="store_true", help="afterwards, break the port's client CPU per upsert down"
     )
+    parser.add_argument(
+        "--profile-only", action="store_true", help="only the CPU breakdown (--profile), no timed rounds"
+    )
+    parser.add_argument(
+        "--profile-upserts", type=int, default=4000, help="upserts per layer in the CPU breakdown"
+    )
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "concurrency-postgresql.json")
     args = parser.parse_args(argv)
-    if min(args.processes, args.ops, args.keys, args.value_bytes, args.repeat) < 1:
+    if (
+        min(args.processes, args.ops, args.keys, args.value_bytes, args.repeat, args.profile_upserts // 200)
+        < 1
+    ):
         parser.error("every count must be positive")
     return args
 
@@ -502,6 +511,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{TABLE} holds {foreign} rows the bench did not write and it truncates the table: point "
             "--database at a database of its own (e.g. .../turnstate_bench_cc) or pass --force"
         )
+    if args.profile_only:
+        print(cpu_breakdown(target, admin, args.value_bytes, args.profile_upserts))
+        admin.truncate()
+        admin.conn.close()
+        return 0
     env = environment(target, server_version(target), args)
     from django.db import connections
 
@@ -535,7 +549,9 @@ def main(argv: list[str] | None = None) -> int:
     rows, table = summarize(rounds, args.repeat)
     title = f"PostgreSQL, {args.processes} processes x {args.ops} upserts of {args.value_bytes} B\n\n"
     print("\n" + title + table)
-    profile_text = cpu_breakdown(target, admin, args.value_bytes) if args.profile else None
+    profile_text = (
+        cpu_breakdown(target, admin, args.value_bytes, args.profile_upserts) if args.profile else None
+    )
     if profile_text:
         print(profile_text)
     write_json(

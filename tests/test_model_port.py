@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.factories import make_claims, make_turn
 from tests.processes import claim_keys, overwrite_keys
+from turnstate_app.conf import conf
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.models import CheckpointMetadata
 from turnstate_app.ports import InMemoryCheckpointCommandPort, ModelCheckpointCommandPort
@@ -100,10 +101,13 @@ def test_a_refused_write_leaves_the_callers_transaction_usable(
     )
     with transaction.atomic():
         model_port.write_metadata_sync(**ROW, value="kept", task_id=None)
+        # The port keeps its statements per connection until the settings' generation moves.
         monkeypatch.setattr(model_module, "statements_for", lambda alias: broken)
+        monkeypatch.setattr(conf, "generation", conf.generation + 1)
         with pytest.raises(DatabaseError):
             model_port.write_metadata_sync(**{**ROW, "key": "lost"}, value="v", task_id=None)
         monkeypatch.setattr(model_module, "statements_for", statements_for)
+        monkeypatch.setattr(conf, "generation", conf.generation + 1)
         model_port.write_metadata_sync(**{**ROW, "key": "other"}, value="also kept", task_id=None)
     assert set(CheckpointMetadata.objects.values_list("value", flat=True)) == {"kept", "also kept"}
 

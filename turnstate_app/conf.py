@@ -34,6 +34,16 @@ DEFAULTS: dict[str, Any] = {
     "LANGGRAPH_MSGPACK_ALLOWLIST": [],
 }
 
+SETTINGS_READ: dict[str, Any] = vars(settings)
+"""Each Django setting ``settings`` has already read, exactly as ``settings.NAME`` gives it.
+
+``LazySettings`` answers ``settings.NAME`` from this, its own instance dict, and forgets an
+entry when it is set (all of them under ``override_settings``). A hot path reads
+``SETTINGS_READ.get(name)`` and falls back to ``getattr(settings, name)`` when it is
+missing (None), skipping the Python-level ``__getattribute__`` every ``settings.NAME``
+runs through.
+"""
+
 
 class TurnstateSettings:
     """Typed, lazy view of ``settings.TURNSTATE``.
@@ -44,6 +54,9 @@ class TurnstateSettings:
 
     def __init__(self) -> None:
         self._resolved: dict[str, Any] | None = None
+        self.generation = 0
+        """Bumped whenever ``TURNSTATE`` or ``DATABASES`` changes: state derived from them and
+        cached elsewhere (the port's, per connection) is stale once this differs."""
 
     @property
     def raw(self) -> Any:
@@ -52,8 +65,9 @@ class TurnstateSettings:
 
     def reset(self, *, setting: str = "TURNSTATE", **_: Any) -> None:
         """Forget the resolved values (connected to ``setting_changed``)."""
-        if setting == "TURNSTATE":
+        if setting in ("TURNSTATE", "DATABASES"):
             self._resolved = None
+            self.generation += 1
 
     def _get(self, name: str) -> Any:
         resolved = self._resolved

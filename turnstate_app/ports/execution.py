@@ -12,17 +12,24 @@ statement itself on a fast database.
 from __future__ import annotations
 
 import sys
+from asyncio import _get_running_loop
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from threading import get_ident
+from threading import local as _thread_local
 from typing import Any
-from weakref import WeakKeyDictionary
 
+from django.conf import settings
+from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from turnstate_app.conf import conf
+from turnstate_app.conf import SETTINGS_READ, conf
 
-_driver_cursors: WeakKeyDictionary[BaseDatabaseWrapper, tuple[Any, Any]] = WeakKeyDictionary()
+_handler: Any = connections  # its ``_connections`` (the asgiref Local) is not in the stubs
+
+# On each connection wrapper: (driver connection, its cursor, prepare?, conf.generation).
+_GUARD_RECORD = "_turnstate_port_guard"
 
 
 Outcome = tuple[int, Any, Any]
@@ -35,21 +42,36 @@ def observed(connection: BaseDatabaseWrapper) -> bool:
 
 
 def run_statement(
-    connection: BaseDatabaseWrapper, portable_sql: str, native_sql: str, params: tuple[Any, ...]
+    connection: BaseDatabaseWrapper,
+    portable_sql: str,
+    native_sql: str,
+    params: tuple[Any, ...],
+    *,
+    first_row: bool = True,
 ) -> tuple[int, Any]:
-    """Execute one statement; return its rowcount and its first row (None when it has none)."""
-    if observed(connection):
+    """Execute one statement; return its rowcount and its first row (None when it has none).
+
+    ``first_row=False`` (a write) fetches nothing: the row is always None.
+    """
+    debug = SETTINGS_READ.get("DEBUG")
+    if debug is None:
+        debug = settings.DEBUG
+    # observed(): queries_logged (force_debug_cursor or DEBUG) or execute wrappers, inlined.
+    if connection.force_debug_cursor or debug or connection.execute_wrappers:
         with connection.cursor() as cursor:
             cursor.execute(portable_sql, params)
-            return int(cursor.rowcount), _first_row(cursor)
-    _guard(connection)
-    with connection.wrap_database_errors:
-        cursor, prepare = _driver_cursor(connection)
+            return int(cursor.rowcount), _first_row(cursor) if first_row else None
+    try:
+        _, cursor, prepare, _ = _guard_record(connection)
         if prepare:
             cursor.execute(native_sql, params, prepare=True)
         else:
             cursor.execute(native_sql, params)
-        return int(cursor.rowcount), _first_row(cursor)
+        return int(cursor.rowcount), _first_row(cursor) if first_row else None
+    except Exception:
+        # Django's translation of driver errors, paid only when one is raised.
+        with connection.wrap_database_errors:
+            raise
 
 
 def start_statement(
@@ -65,9 +87,8 @@ def start_statement(
             logged.execute(portable_sql, params)
             done: Outcome = (int(logged.rowcount), _first_row(logged), getattr(logged, "lastrowid", None))
         return lambda: done
-    _guard(connection)
     with connection.wrap_database_errors:
-        _, prepare = _driver_cursor(connection)
+        _, prepare = _ready_cursor(connection)
         driver = connection.connection
         if connection.vendor == "postgresql":
             import psycopg
@@ -98,7 +119,7 @@ def pipelined(connection: BaseDatabaseWrapper) -> Iterator[None]:
     if connection.vendor != "postgresql" or observed(connection) or not _pipelines_supported():
         yield
         return
-    _guard(connection)
+    _ready_cursor(connection)
     with connection.wrap_database_errors, connection.connection.pipeline():
         yield
 
@@ -130,7 +151,7 @@ def transaction_in_one_round_trip(connection: BaseDatabaseWrapper) -> Iterator[N
     landed. A lost connection raises as it is: the COMMIT may have landed. Call only when
     :func:`sends_whole_transactions` says so.
     """
-    _guard(connection)
+    _ready_cursor(connection)
     driver = connection.connection
     begin = _begin_statement(driver.isolation_level)
     committed = False
@@ -180,17 +201,52 @@ def _guard(connection: BaseDatabaseWrapper) -> None:
     connection.validate_no_broken_transaction()
 
 
+def _ready_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, bool]:
+    """Django's per-statement guards, then the cached driver cursor and whether to prepare."""
+    _, cursor, prepare, _ = _guard_record(connection)
+    return cursor, prepare
+
+
+def _guard_record(connection: BaseDatabaseWrapper) -> tuple[Any, Any, bool, int]:
+    """Django's per-statement guards (:func:`_guard`), then the connection's guard record.
+
+    The record kept on the connection, (driver connection, its cursor, prepare?, settings
+    generation), says for which driver connection the cursor was built and under which
+    settings. While the same driver connection is open, its health check (if enabled) is
+    done for this request, it is used by the thread that made it, no transaction is broken,
+    no event loop runs in this thread and no setting changed, each of Django's four checks
+    would return without doing anything: then they are skipped. Otherwise every check runs,
+    as Django's cursor runs them, and raises or reconnects exactly as it would.
+    """
+    wrapper: Any = connection  # attributes Django sets in __init__ and connect(), not in the stubs
+    record = wrapper.__dict__.get(_GUARD_RECORD)
+    if (
+        record is not None
+        and record[0] is wrapper.connection  # not None: a record is made for an open one
+        and record[3] == conf.generation
+        and wrapper._thread_ident == get_ident()
+        and not wrapper.needs_rollback
+        and (wrapper.health_check_done or not wrapper.health_check_enabled)
+        and _get_running_loop() is None
+    ):
+        return record  # type: ignore[no-any-return]
+    _guard(connection)
+    _driver_cursor(connection)
+    return wrapper.__dict__[_GUARD_RECORD]  # type: ignore[no-any-return]
+
+
 def _first_row(cursor: Any) -> Any:
     return cursor.fetchone() if cursor.description else None
 
 
 def _driver_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, bool]:
-    """The connection's cached driver cursor, rebuilt when the driver connection changes."""
+    """The connection's cached driver cursor, rebuilt when the driver connection or the settings change."""
     driver = connection.connection
-    cached = _driver_cursors.get(connection)
+    generation = conf.generation
+    record = connection.__dict__.get(_GUARD_RECORD)
+    if record is not None and record[0] is driver and record[3] == generation:
+        return record[1], record[2]
     prepare = connection.vendor == "postgresql" and conf.PREPARED_STATEMENTS
-    if cached is not None and cached[0] is driver:
-        return cached[1], prepare
     if connection.vendor == "postgresql":
         import psycopg
 
@@ -201,5 +257,25 @@ def _driver_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, bool]:
         cursor = psycopg.Cursor(driver)
     else:
         cursor = driver.cursor()
-    _driver_cursors[connection] = (driver, cursor)
+    # Kept on the wrapper itself: one per thread and alias, as Django keeps connections.
+    connection.__dict__[_GUARD_RECORD] = (driver, cursor, prepare, generation)
     return cursor, prepare
+
+
+def connection_for(alias: str) -> BaseDatabaseWrapper:
+    """Exactly the object ``connections[alias]`` gives in this thread or async context, found faster.
+
+    ``connections`` keeps its wrappers in an asgiref ``Local`` that is thread-critical: in a
+    thread without a running event loop it is a plain ``threading.local``, which asgiref
+    finds by asking for the running loop and catching the ``RuntimeError`` each time. Here
+    that case reads the ``threading.local`` directly; anything else (a running loop, a
+    wrapper not made yet in this thread, another asgiref layout) goes through
+    ``connections[alias]``.
+    """
+    if _get_running_loop() is None:
+        storage = getattr(_handler._connections, "_storage", None)
+        if type(storage) is _thread_local:
+            found = storage.__dict__.get(alias)
+            if found is not None:
+                return found  # type: ignore[no-any-return]
+    return connections[alias]
