@@ -25,7 +25,7 @@ from django.db import connections, router, transaction
 
 from turnstate_app.conf import SETTINGS_READ, conf
 from turnstate_app.ports.execution import connection_for, run_statement
-from turnstate_app.ports.limits import plainly_valid_write, require_row_ids, require_write
+from turnstate_app.ports.limits import require_row_ids, require_write
 from turnstate_app.ports.packets import require_fits_packet
 from turnstate_app.ports.statements import statements_for
 
@@ -193,16 +193,7 @@ class ModelCheckpointCommandPort:
         if state is None or state.generation != conf.generation:
             state = _port_state(connection)
         vendor, max_bytes = state.vendor, state.max_bytes
-        if not plainly_valid_write(thread_id, checkpoint_id, key, value, task_id, vendor, max_bytes):
-            require_write(
-                thread_id,
-                checkpoint_id,
-                key,
-                value,
-                task_id,
-                vendor=vendor,
-                max_bytes=max_bytes,
-            )
+        require_write(thread_id, checkpoint_id, key, value, task_id, vendor=vendor, max_bytes=max_bytes)
         # timezone.now(), reading USE_TZ without LazySettings' __getattribute__.
         use_tz = SETTINGS_READ.get("USE_TZ")
         if use_tz is None:

@@ -22,10 +22,10 @@ from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_KW_ARGS, EXT_CON
 from langgraph.checkpoint.serde.types import INTERRUPT
 
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, UnreadableCheckpointError
-from turnstate_app.contrib.langgraph.connections import connection_of
 from turnstate_app.contrib.langgraph.execution import _CACHE
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
 from turnstate_app.contrib.langgraph.serde import default_serde
+from turnstate_app.ports.execution import connection_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -201,7 +201,7 @@ def test_the_cached_connection_and_cursor_are_each_threads_own() -> None:
 
     def work(name: str) -> tuple[Any, Any, Any, list[str]]:
         own = connections["default"]
-        assert connection_of("default") is own  # this thread's, found on the fast path
+        assert connection_for("default") is own  # this thread's, found on the fast path
         own.ensure_connection()  # held by the thread, so the saver keeps it open between calls
         try:
             stored = []
@@ -224,14 +224,14 @@ def test_the_cached_connection_and_cursor_are_each_threads_own() -> None:
 
     with ThreadPoolExecutor(2) as pool:
         first, second = pool.map(work, ["a", "b"])
-    assert first[0] is not second[0] and first[0] is not connection_of("default")
+    assert first[0] is not second[0] and first[0] is not connection_for("default")
     assert first[1] is not second[1] and first[2] is not second[2]
     assert first[3] == ["a-0", "a-1", "a-2"] and second[3] == ["b-0", "b-1", "b-2"]
 
 
 def test_under_a_running_event_loop_the_connection_is_djangos_own_lookup() -> None:
     async def inside_a_loop() -> bool:
-        return connection_of("default") is connections["default"]
+        return connection_for("default") is connections["default"]
 
-    assert connection_of("default") is connections["default"]
+    assert connection_for("default") is connections["default"]
     assert asyncio.run(inside_a_loop())

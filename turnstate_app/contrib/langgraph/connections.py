@@ -13,31 +13,13 @@ on Django's thread-sensitive executor, whose one connection is reused as usual.
 from __future__ import annotations
 
 import threading
-from asyncio import _get_running_loop
 from types import TracebackType
 
-from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from turnstate_app.ports.execution import connection_for
+
 _main_thread = threading.main_thread
-
-
-def connection_of(alias: str) -> BaseDatabaseWrapper:
-    """``connections[alias]``, found without asgiref's cost where it is known to be a thread-local.
-
-    Django keeps its connections in an asgiref ``Local(thread_critical=True)``, which in a thread
-    running no event loop is exactly a ``threading.local`` (its lookup asks asyncio for a
-    running loop first and pays an exception for the answer, about a microsecond a call). There
-    the connection is read from that thread-local; anywhere else, when it is not there yet, or
-    should asgiref keep it otherwise, Django's own lookup answers.
-    """
-    if _get_running_loop() is None:
-        storage = getattr(getattr(connections, "_connections", None), "_storage", None)
-        if type(storage) is threading.local:
-            found = getattr(storage, alias, None)
-            if found is not None:
-                return found  # type: ignore[no-any-return]
-    return connections[alias]
 
 
 class borrowed:  # noqa: N801 - used as a context manager, like contextlib's lowercase ones
@@ -49,7 +31,7 @@ class borrowed:  # noqa: N801 - used as a context manager, like contextlib's low
     __slots__ = ("close_after", "connection")
 
     def __init__(self, alias: str, *, keep: bool) -> None:
-        connection = connection_of(alias)
+        connection = connection_for(alias)
         self.connection = connection
         self.close_after = (
             not keep and connection.connection is None and threading.current_thread() is not _main_thread()
