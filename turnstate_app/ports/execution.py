@@ -88,7 +88,7 @@ def start_statement(
             done: Outcome = (int(logged.rowcount), _first_row(logged), getattr(logged, "lastrowid", None))
         return lambda: done
     with connection.wrap_database_errors:
-        _, prepare = _ready_cursor(connection)
+        _, prepare = ready_cursor(connection)
         driver = connection.connection
         if connection.vendor == "postgresql":
             import psycopg
@@ -119,7 +119,7 @@ def pipelined(connection: BaseDatabaseWrapper) -> Iterator[None]:
     if connection.vendor != "postgresql" or observed(connection) or not _pipelines_supported():
         yield
         return
-    _ready_cursor(connection)
+    ready_cursor(connection)
     with connection.wrap_database_errors, connection.connection.pipeline():
         yield
 
@@ -151,7 +151,7 @@ def transaction_in_one_round_trip(connection: BaseDatabaseWrapper) -> Iterator[N
     landed. A lost connection raises as it is: the COMMIT may have landed. Call only when
     :func:`sends_whole_transactions` says so.
     """
-    _ready_cursor(connection)
+    ready_cursor(connection)
     driver = connection.connection
     begin = _begin_statement(driver.isolation_level)
     committed = False
@@ -201,8 +201,12 @@ def _guard(connection: BaseDatabaseWrapper) -> None:
     connection.validate_no_broken_transaction()
 
 
-def _ready_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, bool]:
-    """Django's per-statement guards, then the cached driver cursor and whether to prepare."""
+def ready_cursor(connection: BaseDatabaseWrapper) -> tuple[Any, bool]:
+    """Django's per-statement guards, then the connection's cached driver cursor and whether to prepare.
+
+    For any statement of the app's own run on the driver (the port's, the LangGraph saver's):
+    one cursor and one guard record per connection, whoever runs on it.
+    """
     _, cursor, prepare, _ = _guard_record(connection)
     return cursor, prepare
 

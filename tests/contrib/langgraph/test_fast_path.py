@@ -22,10 +22,9 @@ from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_KW_ARGS, EXT_CON
 from langgraph.checkpoint.serde.types import INTERRUPT
 
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, UnreadableCheckpointError
-from turnstate_app.contrib.langgraph.execution import _CACHE
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
 from turnstate_app.contrib.langgraph.serde import default_serde
-from turnstate_app.ports.execution import connection_for
+from turnstate_app.ports.execution import _GUARD_RECORD, connection_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -216,7 +215,7 @@ def test_the_cached_connection_and_cursor_are_each_threads_own() -> None:
                 assert found is not None and found.config == config
                 read += [value for _, _, value in found.pending_writes or []]
                 turns.wait()
-            driver, cursor, _ = own.__dict__[_CACHE]
+            driver, cursor, _, _ = own.__dict__[_GUARD_RECORD]
             assert driver is own.connection
             return own, driver, cursor, read
         finally:

@@ -14,20 +14,14 @@ once per connection and statement, and a read comes back as a plain list of rows
 
 from __future__ import annotations
 
-import sys
-from _thread import get_ident
-from asyncio import _get_running_loop
 from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from turnstate_app.conf import conf
+from turnstate_app.ports.execution import ready_cursor
 
-# The driver connection a wrapper's cached cursor belongs to, the cursor, how statements
-# run on it; kept on the wrapper itself (one per thread and alias, as Django keeps them).
-_CACHE = "_turnstate_langgraph_cursor"
 _SQLITE, _PREPARED, _PLAIN = 0, 1, 2
 _qmarks: dict[str, str] = {}
 
@@ -46,40 +40,11 @@ def _observed(connection: BaseDatabaseWrapper) -> bool:
 
 
 def _driver(connection: BaseDatabaseWrapper) -> tuple[Any, int]:
-    """The connection's cached driver cursor (after Django's guards), rebuilt for a new driver connection.
-
-    Each guard is Django's own method, called whenever its condition could fail (and then it
-    decides); when it cannot, the call is skipped.
-    """
-    if connection.health_check_enabled and not connection.health_check_done:  # type: ignore[attr-defined]
-        connection.close_if_health_check_failed()
-    driver = connection.connection
-    if driver is None or _get_running_loop() is not None:
-        # Connects; or, open but called under a running event loop, raises Django's
-        # SynchronousOnlyOperation (its own check, which costs an exception per call otherwise).
-        connection.ensure_connection()
-        driver = connection.connection
-    if connection._thread_ident != get_ident() and not connection.allow_thread_sharing:  # type: ignore[attr-defined]
-        connection.validate_thread_sharing()
-    if connection.needs_rollback:
-        connection.validate_no_broken_transaction()
-    cached = connection.__dict__.get(_CACHE)
-    if cached is not None and cached[0] is driver:
-        return cached[1], cached[2]
-    if connection.vendor == "postgresql":
-        import psycopg
-
-        mode = _PREPARED if conf.PREPARED_STATEMENTS else _PLAIN
-        if mode == _PREPARED and driver.prepare_threshold is None:
-            # Django turns preparation off (None) unless OPTIONS set it; a threshold no ORM
-            # query reaches keeps it off for them while ``prepare=True`` works here.
-            driver.prepare_threshold = sys.maxsize
-        cursor = psycopg.Cursor(driver)
-    else:
-        mode = _SQLITE if connection.vendor == "sqlite" else _PLAIN
-        cursor = driver.cursor()
-    connection.__dict__[_CACHE] = (driver, cursor, mode)
-    return cursor, mode
+    """The connection's driver cursor after Django's guards (the port's, shared), and how to run on it."""
+    cursor, prepare = ready_cursor(connection)
+    if prepare:
+        return cursor, _PREPARED
+    return cursor, _SQLITE if connection.vendor == "sqlite" else _PLAIN
 
 
 def _run(cursor: Any, mode: int, sql: str, params: Sequence[Any]) -> None:
