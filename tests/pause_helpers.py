@@ -64,6 +64,19 @@ async def amint(n: int | None = None, **overrides: Any) -> MintedPause:
     return await amint_pause(**mint_fields(n, **overrides))
 
 
+def mint_reusing_jti(of: MintedPause, n: int, **overrides: Any) -> MintedPause:
+    """:func:`mint` with the ledger id of ``of``: the ledger refuses the row, as it would a
+    replayed or colliding id."""
+    from turnstate_app.pauses import mint as minting
+
+    real = minting.new_jti
+    minting.new_jti = lambda: of.claims.jti
+    try:
+        return mint(n, **overrides)
+    finally:
+        minting.new_jti = real
+
+
 def answered(n: int | None = None, **overrides: Any) -> MintedPause:
     """A pause answered once, with ``{"a": n}``."""
     minted = mint(n, **overrides)

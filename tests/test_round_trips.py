@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
-from tests.pause_helpers import mint
+from tests.pause_helpers import mint, mint_reusing_jti
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import resume_pause
 
@@ -102,16 +102,9 @@ def test_a_refused_write_rolls_the_one_round_trip_back_and_mints_write_by_write(
     connection is usable, and the write-by-write mint reports the same refusal."""
     from django.db import IntegrityError
 
-    from turnstate_app.pauses import mint as minting
-
     first = mint(1)
-    real = minting.new_jti
-    minting.new_jti = lambda: first.claims.jti
-    try:
-        with pytest.raises(IntegrityError):
-            mint(1, tool_call_id="call-2")
-    finally:
-        minting.new_jti = real
+    with pytest.raises(IntegrityError):
+        mint_reusing_jti(first, 1, tool_call_id="call-2")
     assert Pause.objects.count() == 1
     assert not CheckpointMetadata.objects.filter(key__contains="call-2").exists()
     assert mint(1, tool_call_id="call-3").resumable

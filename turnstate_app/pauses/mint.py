@@ -11,7 +11,8 @@ the token is signed only after the commit. There the writes take the model port'
 path (:func:`write_pause_fast`): no savepoints, the ledger row inserted without the ORM's
 per-call work, and on PostgreSQL BEGIN, the three statements and COMMIT in one round trip
 (when the caller holds no transaction; else the three statements in one), so a mint costs
-one round trip and one commit. Any other port keeps the same order, write by write,
+one round trip and one commit; on SQLite, under the same condition, BEGIN and COMMIT are
+sent on the driver without ``atomic()``'s bookkeeping. Any other port keeps the same order, write by write,
 through the port.
 """
 
@@ -222,9 +223,9 @@ def in_one_transaction(
 ) -> tuple[bool, Pause]:
     """Run ``fast`` (if given) or else ``write`` in one transaction on ``alias``.
 
-    ``fast`` sends its writes together (:func:`write_pause_fast`): on PostgreSQL, outside
-    any transaction of the caller's, BEGIN, the writes and COMMIT in one round trip;
-    otherwise inside ``atomic()``, pipelined where the driver can. A failed ``fast`` attempt
+    ``fast`` sends its writes together (:func:`write_pause_fast`): outside any transaction
+    of the caller's, BEGIN, the writes and COMMIT on the driver (on PostgreSQL in one round
+    trip); otherwise inside ``atomic()``, pipelined where the driver can. A failed ``fast`` attempt
     is rolled back whole and ``write`` runs instead; a failed commit is not retried (it may
     have landed). ``write`` is retried on a conflict unless the caller holds the transaction.
     """

@@ -42,7 +42,7 @@ from turnstate_app.pauses.mint import shared_alias, to_json
 from turnstate_app.pauses.tokens import read_token
 from turnstate_app.ports import get_default_store
 from turnstate_app.ports import ledger as ledger_sql
-from turnstate_app.ports.execution import pipelined
+from turnstate_app.ports.execution import pipelined, sends_whole_transactions, sqlite_transaction
 from turnstate_app.ports.limits import require_value
 from turnstate_app.ports.model import reading_primary, whole_transaction_writes, writes_as_defined
 from turnstate_app.turnstate import (
@@ -155,7 +155,7 @@ def consume_and_answer(
     statement, which writes the answer only if the UPDATE matched (outside the caller's
     transaction it is its own: one round trip, one commit); elsewhere the answer is sent
     before the UPDATE's outcome is known, and a loser's answer goes with its rolled-back
-    transaction.
+    transaction (on SQLite, outside the caller's transaction, one opened on the driver).
     """
     connection = connections[using]
     if fast and ledger_sql.answers_in_one_statement(connection) and writes_as_defined(store.commands):
@@ -172,18 +172,31 @@ def consume_and_answer(
                 task_id=claims.run_id,
                 max_bytes=conf.MAX_VALUE_BYTES,
             )
+    if fast and connection.vendor == "sqlite" and sends_whole_transactions(connection):
+        # Outside the caller's transaction: BEGIN and COMMIT on the driver, no atomic() bookkeeping.
+        with sqlite_transaction(connection):
+            return _consume_then_answer(store, using, claims, answer_value, now)
     with transaction.atomic(using=using):
         if not fast:
             if not Pause.objects.using(using).consume(claims.jti, now=now):
                 return False
             store.write_answer_sync(claims, answer_value)
             return True
-        with whole_transaction_writes(), pipelined(connection):
-            won = ledger_sql.consume(connection, using=using, jti=claims.jti, now=now)
-            store.write_answer_sync(claims, answer_value)
-        if not won():
-            raise _LostTheRaceError  # rolls the answer back with the transaction
-        return True
+        return _consume_then_answer(store, using, claims, answer_value, now)
+
+
+def _consume_then_answer(
+    store: TurnCheckpointStore, using: str, claims: PauseClaims, answer_value: str, now: datetime
+) -> bool:
+    """The model port's own path, inside a transaction its caller rolls back whole on any failure:
+    the UPDATE and the answer's write without a savepoint, pipelined where the driver can."""
+    connection = connections[using]
+    with whole_transaction_writes(), pipelined(connection):
+        won = ledger_sql.consume(connection, using=using, jti=claims.jti, now=now)
+        store.write_answer_sync(claims, answer_value)
+    if not won():
+        raise _LostTheRaceError  # rolls the answer back with the transaction
+    return True
 
 
 def ledger_row(using: str, jti: str, now: datetime) -> Pause:

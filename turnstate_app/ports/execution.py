@@ -96,8 +96,12 @@ def start_statement(
             cursor: Any = psycopg.Cursor(driver)
             cursor.execute(native_sql, params, prepare=prepare or None)
         else:
+            # Run now, so read now: a write left unread (INSERT … RETURNING) is still in
+            # progress for SQLite, and a COMMIT sent on the driver would be refused.
             cursor = driver.cursor()
             cursor.execute(native_sql, params)
+            ran: Outcome = (int(cursor.rowcount), _first_row(cursor), getattr(cursor, "lastrowid", None))
+            return lambda: ran
 
     def outcome() -> Outcome:
         with connection.wrap_database_errors:
@@ -127,30 +131,45 @@ def pipelined(connection: BaseDatabaseWrapper) -> Iterator[None]:
 def sends_whole_transactions(connection: BaseDatabaseWrapper) -> bool:
     """Whether :func:`transaction_in_one_round_trip` may run on ``connection`` now.
 
-    Only on psycopg 3 with pipelines, while nobody observes the connection (a logged query
-    must be one Django saw), Django holds no transaction on it and it is in autocommit: then
-    no one else's transaction state is touched by a BEGIN and COMMIT of our own.
+    On psycopg 3 with pipelines, and on SQLite, while nobody observes the connection (a
+    logged query must be one Django saw), Django holds no transaction on it and it is in
+    autocommit: then no one else's transaction state is touched by a BEGIN and COMMIT of
+    our own, and no savepoint or ``on_commit`` callback can fall inside them.
     """
-    if connection.vendor != "postgresql" or connection.in_atomic_block or observed(connection):
+    if connection.in_atomic_block or observed(connection):
+        return False
+    if connection.vendor == "sqlite":
+        return connection.get_autocommit()
+    if connection.vendor != "postgresql":
         return False
     return _pipelines_supported() and connection.get_autocommit()
 
 
 class NotCommittedError(Exception):
-    """A transaction sent in one round trip was refused and rolled back: nothing of it landed."""
+    """A transaction sent whole was refused and rolled back: nothing of it landed."""
 
 
 @contextmanager
 def transaction_in_one_round_trip(connection: BaseDatabaseWrapper) -> Iterator[None]:
-    """BEGIN, the block's statements and COMMIT, sent in one psycopg pipeline: one round trip.
+    """BEGIN, the block's statements and COMMIT, on the driver: one round trip on PostgreSQL.
 
-    ``atomic()`` costs three on PostgreSQL (psycopg waits for its BEGIN's reply, the writes,
-    the COMMIT). The transaction starts as Django's would (the connection's isolation level).
-    When a statement or the COMMIT is refused on a live connection, the server has skipped
-    or rolled back the rest, so this raises :class:`NotCommittedError` from it: nothing
-    landed. A lost connection raises as it is: the COMMIT may have landed. Call only when
+    ``atomic()`` costs three round trips on PostgreSQL (psycopg waits for its BEGIN's reply,
+    the writes, the COMMIT); here they go in one psycopg pipeline. On SQLite, where there
+    are no round trips, what it saves is ``atomic()``'s bookkeeping, which costs about as
+    much as a small write. The transaction starts as Django's would (PostgreSQL: the
+    connection's isolation level; SQLite: its ``transaction_mode``). When a statement or the
+    COMMIT is refused on a live connection, the rest is skipped or rolled back, so this
+    raises :class:`NotCommittedError` from it: nothing landed. A lost PostgreSQL connection
+    raises as it is: the COMMIT may have landed. Call only when
     :func:`sends_whole_transactions` says so.
     """
+    if connection.vendor == "sqlite":
+        try:
+            with sqlite_transaction(connection):
+                yield
+        except Exception as exc:
+            raise NotCommittedError(str(exc)) from exc
+        return
     ready_cursor(connection)
     driver = connection.connection
     begin = _begin_statement(driver.isolation_level)
@@ -168,6 +187,29 @@ def transaction_in_one_round_trip(connection: BaseDatabaseWrapper) -> Iterator[N
     finally:
         if not committed and not (driver.broken or driver.closed):
             _roll_back_if_open(connection)
+
+
+@contextmanager
+def sqlite_transaction(connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """The transaction ``atomic()`` opens on SQLite (``BEGIN`` in the connection's
+    ``transaction_mode``, then ``COMMIT``), sent on the driver without ``atomic()``'s
+    bookkeeping, which costs about as much as a small write. Anything that fails in it rolls
+    it back whole and is raised as it was. Call only when :func:`sends_whole_transactions`
+    says so: then no savepoint, ``on_commit`` callback or statement of anyone else's can
+    fall inside it.
+    """
+    cursor, _ = ready_cursor(connection)
+    mode = getattr(connection, "transaction_mode", None)  # Django 5.1+: OPTIONS["transaction_mode"]
+    driver = connection.connection
+    with connection.wrap_database_errors:
+        cursor.execute("BEGIN" if mode is None else f"BEGIN {mode}")
+    try:
+        yield
+        with connection.wrap_database_errors:
+            cursor.execute("COMMIT")
+    finally:
+        if driver.in_transaction:  # not committed: a statement, the block or the COMMIT failed
+            driver.rollback()
 
 
 def _begin_statement(isolation_level: Any) -> str:

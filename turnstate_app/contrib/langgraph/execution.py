@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from turnstate_app.ports.execution import ready_cursor
+from turnstate_app.ports.execution import ready_cursor, sends_whole_transactions, sqlite_transaction
 
 _SQLITE, _PREPARED, _PLAIN = 0, 1, 2
 _qmarks: dict[str, str] = {}
@@ -95,40 +95,20 @@ def write(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> N
 
 def run_writes(connection: BaseDatabaseWrapper, batch: Sequence[tuple[str, Sequence[Any]]]) -> None:
     """Statements that land together: one alone in autocommit, else in a transaction (or a
-    savepoint of the caller's, so a refused write leaves the caller's transaction usable)."""
+    savepoint of the caller's, so a refused write leaves the caller's transaction usable).
+
+    On SQLite outside any transaction the core's :func:`sqlite_transaction` opens it on the
+    driver, as ``atomic()`` would but without its bookkeeping, which costs more than the
+    statements of a small put.
+    """
     if len(batch) == 1 and not connection.in_atomic_block:
         write(connection, *batch[0])
         return
-    if connection.vendor == "sqlite" and not connection.in_atomic_block and not _observed(connection):
-        _sqlite_transaction(connection, batch)
+    if connection.vendor == "sqlite" and sends_whole_transactions(connection):
+        with sqlite_transaction(connection):
+            for sql, params in batch:
+                write(connection, sql, params)
         return
     with transaction.atomic(using=connection.alias):
         for sql, params in batch:
             write(connection, sql, params)
-
-
-def _sqlite_transaction(connection: BaseDatabaseWrapper, batch: Sequence[tuple[str, Sequence[Any]]]) -> None:
-    """The transaction ``atomic()`` opens on SQLite (``BEGIN`` in the connection's transaction mode,
-    then ``COMMIT``), without its bookkeeping, which costs more than the statements of a small put.
-
-    Only outside any atomic block, in autocommit, with nobody observing: then no savepoint, no
-    ``on_commit`` callback and no other statement can fall inside it, and it ends here either way.
-    """
-    cursor, mode = _driver(connection)
-    if not connection.get_autocommit():
-        with transaction.atomic(using=connection.alias):
-            for sql, params in batch:
-                write(connection, sql, params)
-        return
-    begin = "BEGIN" if connection.transaction_mode is None else f"BEGIN {connection.transaction_mode}"  # type: ignore[attr-defined]
-    driver = connection.connection
-    with connection.wrap_database_errors:
-        cursor.execute(begin)
-        try:
-            for sql, params in batch:
-                _run(cursor, mode, sql, params)
-            cursor.execute("COMMIT")
-        except BaseException:
-            if driver.in_transaction:
-                driver.rollback()
-            raise
