@@ -77,37 +77,39 @@ def run_statement(
 def start_statement(
     connection: BaseDatabaseWrapper, portable_sql: str, native_sql: str, params: tuple[Any, ...]
 ) -> Callable[[], Outcome]:
-    """Send one statement on a cursor of its own; the returned call gives its :data:`Outcome`.
+    """Send one statement; the returned call gives its :data:`Outcome`.
 
-    Inside :func:`pipelined` the outcome is known only once the block has ended (the
-    pipeline's one round trip), so it is read when asked, not when sent.
+    On PostgreSQL it goes on a cursor of its own: inside :func:`pipelined` the outcome is
+    known only once the block has ended (the pipeline's one round trip), so it is read when
+    asked, not when sent. Elsewhere it runs and is read at once: a write left unread
+    (``INSERT … RETURNING``) is still in progress for SQLite, and a COMMIT sent on the driver
+    would be refused.
     """
     if observed(connection):
         with connection.cursor() as logged:
             logged.execute(portable_sql, params)
-            done: Outcome = (int(logged.rowcount), _first_row(logged), getattr(logged, "lastrowid", None))
+            done = _outcome(logged)
         return lambda: done
     with connection.wrap_database_errors:
-        _, prepare = ready_cursor(connection)
-        driver = connection.connection
-        if connection.vendor == "postgresql":
-            import psycopg
-
-            cursor: Any = psycopg.Cursor(driver)
-            cursor.execute(native_sql, params, prepare=prepare or None)
-        else:
-            # Run now, so read now: a write left unread (INSERT … RETURNING) is still in
-            # progress for SQLite, and a COMMIT sent on the driver would be refused.
-            cursor = driver.cursor()
+        cursor, prepare = ready_cursor(connection)
+        if connection.vendor != "postgresql":
             cursor.execute(native_sql, params)
-            ran: Outcome = (int(cursor.rowcount), _first_row(cursor), getattr(cursor, "lastrowid", None))
+            ran = _outcome(cursor)
             return lambda: ran
+        import psycopg
+
+        own: Any = psycopg.Cursor(connection.connection)
+        own.execute(native_sql, params, prepare=prepare or None)
 
     def outcome() -> Outcome:
         with connection.wrap_database_errors:
-            return int(cursor.rowcount), _first_row(cursor), getattr(cursor, "lastrowid", None)
+            return _outcome(own)
 
     return outcome
+
+
+def _outcome(cursor: Any) -> Outcome:
+    return int(cursor.rowcount), _first_row(cursor), getattr(cursor, "lastrowid", None)
 
 
 @contextmanager
