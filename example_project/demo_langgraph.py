@@ -126,7 +126,7 @@ class LangGraphDemo(Demo):
         say(f"   node runs: {', '.join(nodes)} (once each); {state['checkpoints']} checkpoints, no fork.")
 
         runs, checkpoints = len(state["node_runs"]), state["checkpoints"]
-        again = json.loads(self.manage("redeliver the hand-off", "redeliver_trip", meal["jti"]))
+        again = json.loads(self.manage_pause("redeliver the hand-off", "redeliver_trip", meal["jti"]))
         after = self.state("read the trip")
         expect(
             "redeliver the hand-off",

@@ -80,7 +80,7 @@ class PydanticAIDemo(Demo):
         for message in after["transcript"][-3:]:
             say(f"   + {short(message)}")
 
-        again = json.loads(self.manage("redeliver the answer", "continue_booking", approval["jti"]))
+        again = json.loads(self.manage_pause("redeliver the answer", "continue_booking", approval["jti"]))
         expect(
             "redeliver the answer",
             again["ran"] is False and again["reason"] == "already continued" and again["bookings"] == 1,

@@ -81,6 +81,10 @@ class Demo:
             raise DemoFailedError(step, output[-1] if output else f"exit code {result.returncode}")
         return result.stdout
 
+    def manage_pause(self, step: str, command: str, jti: str) -> str:
+        """Run a command that takes a pause's jti: ``--`` first, since a jti may begin with "-"."""
+        return self.manage(step, command, "--", jti)
+
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         log = (self.logs / f"{name}.log").open("wb")
         process = subprocess.Popen(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 
 class Command(BaseCommand):
@@ -19,8 +19,10 @@ class Command(BaseCommand):
         from agents.models import AgentRun, Booking
         from turnstate_app.models import Pause
 
+        run_id = Pause.objects.filter(jti=jti).values_list("run_id", flat=True).first()
+        if run_id is None:
+            raise CommandError(f"no pause {jti!r}")
         outcome = continue_booking_now(jti)
-        run_id = Pause.objects.get(jti=jti).run_id
         outcome["bookings"] = Booking.objects.filter(run_id=run_id).count()
         outcome["status"] = AgentRun.objects.get(run_id=run_id).status
         self.stdout.write(json.dumps(outcome, default=str))

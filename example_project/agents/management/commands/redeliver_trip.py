@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.tasks import continue_trip
+from turnstate_app.models import Pause
 
 
 class Command(BaseCommand):
@@ -19,6 +20,8 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=30)
 
     def handle(self, *args: Any, jti: str, timeout: float, **options: Any) -> None:
+        if not Pause.objects.filter(jti=jti).exists():
+            raise CommandError(f"no pause {jti!r}")
         result = continue_trip.enqueue(jti)
         deadline = time.monotonic() + timeout
         while not result.is_finished:
