@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-postgres-pool test-postgres-prepared docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -47,6 +47,15 @@ test-postgres: install
 	@$(VENV)/bin/python -c "import psycopg; psycopg.connect('$(PG_URL)'.rsplit('/',1)[0] + '/postgres')" \
 		|| { echo "PostgreSQL is not reachable at $(PG_URL)"; exit 1; }
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# CI only (not in `make test`): the PostgreSQL suite on Django's own connection pool, and with
+# the prepared-statement OPTIONS the README recommends; every statement is Django's either way.
+test-postgres-pool: install
+	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_pool DATABASE_OPTIONS='{"pool": true}' $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test-postgres-prepared: install
+	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_prepared \
+		DATABASE_OPTIONS='{"server_side_binding": true, "prepare_threshold": 5}' $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }

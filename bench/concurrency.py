@@ -386,10 +386,9 @@ def summarize(rounds: list[RoundResult], repeat: int) -> tuple[list[dict[str, An
 def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000) -> str:
     """Where the port's extra client CPU per upsert goes, peeled layer by layer in one process.
 
-    Each layer adds one piece of the port's path to the floor: the same driver cursor on
-    Django's connection, then ``run_statement`` (Django's connection checks and error
-    wrapping), then the whole ``write_metadata_sync`` (routing, limits, settings, savepoint
-    check). Layers alternate in chunks of 200; CPU time is ``process_time``.
+    Each layer adds one piece of the port's path to the floor: ``run_statement`` (the
+    statement on Django's cursor), then the whole ``write_metadata_sync`` (routing, limits,
+    settings, savepoint check). Layers alternate in chunks of 200; CPU time is ``process_time``.
     """
     import cProfile
     import pstats
@@ -399,7 +398,7 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
     from django.utils import timezone
 
     from turnstate_app.ports import ModelCheckpointCommandPort
-    from turnstate_app.ports.execution import _driver_cursor, run_statement
+    from turnstate_app.ports.execution import run_statement
     from turnstate_app.ports.statements import statements_for
 
     connection = connections["default"]
@@ -407,7 +406,6 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
     port.write_metadata_sync(
         thread_id="bench-cc-cpu", checkpoint_id="cp", key="warm", value="v", task_id=None
     )
-    driver_cursor, _ = _driver_cursor(connection)
     statements = statements_for("default")
     conn = psycopg.connect(target.conninfo, autocommit=True)
     cur = conn.cursor()
@@ -417,15 +415,10 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
         now = datetime.now(UTC)
         cur.execute(SQL_WRITE, ("bench-cc-cpu", "cp", key, value, "bench-task", now, now), prepare=True)
 
-    def django_cursor(key: str, value: str) -> None:
-        now = connection.ops.adapt_datetimefield_value(timezone.now())
-        params = ("bench-cc-cpu", "cp", key, value, "bench-task", now, now)
-        driver_cursor.execute(statements.native_write, params, prepare=True)
-
     def with_run_statement(key: str, value: str) -> None:
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         params = ("bench-cc-cpu", "cp", key, value, "bench-task", now, now)
-        run_statement(connection, statements.write, statements.native_write, params)
+        run_statement(connection, statements.write, params, first_row=False)
 
     def whole_port(key: str, value: str) -> None:
         port.write_metadata_sync(
@@ -434,7 +427,6 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
 
     layers: dict[str, Callable[[str, str], None]] = {
         "floor psycopg": floor,
-        "+ Django's connection and timestamp": django_cursor,
         "+ run_statement": with_run_statement,
         "port write_metadata_sync": whole_port,
     }

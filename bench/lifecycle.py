@@ -138,7 +138,7 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
         assert target.mysql is not None
         my = MySQLdb.connect(**target.mysql, autocommit=True)
         my_cur = my.cursor()
-        my_sql = statements_for("default").native_write
+        my_sql = statements_for("default").write
 
         def mysql_upsert(key: str, value: str) -> None:
             now = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")

@@ -573,7 +573,6 @@ def environment(target: Target, admin: Admin, args: argparse.Namespace) -> dict[
     from turnstate_app.conf import conf
 
     env = common_environment(target, admin.server_version(), args)
-    env["turnstate_prepared_statements_setting"] = conf.PREPARED_STATEMENTS
     env["turnstate_max_value_bytes"] = conf.MAX_VALUE_BYTES
     return env
 
@@ -599,7 +598,6 @@ def profile_port(port: Any, admin: Admin, n: int, values: list[str]) -> str:
 
     from turnstate_app.conf import conf
     from turnstate_app.models import CheckpointMetadata
-    from turnstate_app.ports.execution import _driver_cursor
     from turnstate_app.ports.limits import require_row_ids, require_write
     from turnstate_app.ports.statements import statements_for
 
@@ -635,11 +633,9 @@ def profile_port(port: Any, admin: Admin, n: int, values: list[str]) -> str:
             ),
         ),
         ("conf.MAX_VALUE_BYTES", lambda: conf.MAX_VALUE_BYTES),
-        ("conf.PREPARED_STATEMENTS", lambda: conf.PREPARED_STATEMENTS),
         ("timezone.now()", timezone.now),
         ("ops.adapt_datetimefield_value", lambda: connection.ops.adapt_datetimefield_value(stamp)),
         ("statements_for(alias)", lambda: statements_for("default")),
-        ("driver cursor lookup", lambda: _driver_cursor(connection)),
         ("connection.in_atomic_block", lambda: connection.in_atomic_block),
     ]
     out.write("\n== per-step cost of the port's Python work (us per call, median of 5 batches) ==\n")

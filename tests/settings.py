@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from typing import Any
@@ -69,6 +70,8 @@ def database_from_env() -> dict[str, Any]:
     elif engine.endswith("mysql"):
         db["OPTIONS"] = {"charset": "utf8mb4"}
         db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+    # Extra driver OPTIONS as JSON, e.g. Django's PostgreSQL pool: DATABASE_OPTIONS='{"pool": true}'.
+    db["OPTIONS"] = {**db.get("OPTIONS", {}), **json.loads(os.environ.get("DATABASE_OPTIONS") or "{}")}
     if not engine.endswith("sqlite3"):
         # A suffix lets two runs share one server without sharing a test database.
         db.setdefault("TEST", {})["NAME"] = "test_turnstate" + os.environ.get("TEST_DB_SUFFIX", "")

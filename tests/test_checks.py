@@ -93,8 +93,10 @@ def test_e007_bad_max_value_bytes(turnstate_settings: Any, value: Any) -> None:
     assert ids(turnstate_settings, {"MAX_VALUE_BYTES": value}) == ["turnstate.E007"]
 
 
-def test_e008_prepared_statements_not_bool(turnstate_settings: Any) -> None:
-    assert ids(turnstate_settings, {"PREPARED_STATEMENTS": 1}) == ["turnstate.E008"]
+@pytest.mark.parametrize("value", [False, True, 1])
+def test_w004_prepared_statements_is_retired(turnstate_settings: Any, value: Any) -> None:
+    """The retired key is named as such (not as an unknown, misspelt key), whatever its value."""
+    assert ids(turnstate_settings, {"PREPARED_STATEMENTS": value}) == ["turnstate.W004"]
 
 
 @pytest.mark.parametrize("path", ["no.such.handler", "turnstate_app.__version__", 3])

@@ -72,3 +72,74 @@ def test_the_rule_leaves_other_updates_alone() -> None:
 def test_storage_itself_holds_the_definitions() -> None:
     managers = (PACKAGE / "managers.py").read_text(encoding="utf-8")
     assert offences(managers), "the state changes and expiry are defined in managers.py"
+
+
+# -- one path to the database ---------------------------------------------------------------
+
+SECOND_ENGINE = {
+    "needs_rollback": r"\bneeds_rollback\b",
+    "health_check_*": r"\bhealth_check_\w+",
+    "a cache in an object's __dict__": r"__dict__\s*(\[|\.get\b|\.setdefault\b)",
+    "vars(settings)": r"\bvars\(\s*settings\s*\)",
+    "BEGIN/COMMIT/ROLLBACK sent by hand": r"""["'](BEGIN|COMMIT|ROLLBACK)\b""",
+    "a driver cursor of the app's own": r"\bpsycopg\.(Client)?Cursor\b|\.connection\.cursor\(\)",
+    "Django's error translation called by hand": r"wrap_database_errors",
+}
+"""What no lint rule sees: a second execution engine beside Django's cursor (ruff's SLF001 and
+TID251 catch private names and the banned imports)."""
+
+VENDORS = r"""["'](postgresql|sqlite|mysql)["']|\bvendor\b"""
+
+
+def engine_offences(source: str) -> list[str]:
+    import re
+
+    return [
+        f"line {source.count(chr(10), 0, found.start()) + 1}: {name}"
+        for name, pattern in SECOND_ENGINE.items()
+        for found in re.finditer(pattern, source)
+    ]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in sorted(PACKAGE.rglob("*.py")) if "migrations" not in p.parts],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_every_statement_takes_djangos_path(path: Path) -> None:
+    assert engine_offences(path.read_text()) == []
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "if connection.needs_rollback: pass",
+        "connection.health_check_done = True",
+        "connection.__dict__['_cursor'] = c",
+        "state = wrapper.__dict__.get('x')",
+        "READ = vars(settings)",
+        'driver.execute("BEGIN")',
+        "cursor.execute('COMMIT')",
+        "psycopg.Cursor(driver)",
+        "cursor = connection.connection.cursor()",
+        "connection.wrap_database_errors.__exit__(None, None, None)",
+    ],
+)
+def test_the_engine_rule_finds_what_it_forbids(snippet: str) -> None:
+    assert engine_offences(snippet)
+
+
+def test_the_engine_rule_leaves_djangos_path_alone() -> None:
+    assert engine_offences("with connection.cursor() as cursor:\n    cursor.execute(sql, params)\n") == []
+
+
+def test_the_lifecycle_never_names_a_database_vendor() -> None:
+    """The lifecycle (``pauses/``) calls one storage function per step; how a statement travels
+    on each database is storage's business."""
+    import re
+
+    named = {
+        str(path.relative_to(PACKAGE)): re.findall(VENDORS, path.read_text())
+        for path in sorted((PACKAGE / "pauses").rglob("*.py"))
+    }
+    assert {path: found for path, found in named.items() if found} == {}

@@ -14,7 +14,6 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.factories import make_claims, make_turn
 from tests.processes import claim_keys, overwrite_keys
-from turnstate_app.conf import conf
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.models import CheckpointMetadata
 from turnstate_app.ports import InMemoryCheckpointCommandPort, ModelCheckpointCommandPort
@@ -96,18 +95,13 @@ def test_a_refused_write_leaves_the_callers_transaction_usable(
 
     good = statements_for("default")
     bad = "INSERT INTO no_such_table VALUES (%s, %s, %s, %s, %s, %s, %s)"
-    broken = dataclasses.replace(
-        good, write=bad, native_write=bad.replace("%s", "?" if connection.vendor == "sqlite" else "%s")
-    )
+    broken = dataclasses.replace(good, write=bad)
     with transaction.atomic():
         model_port.write_metadata_sync(**ROW, value="kept", task_id=None)
-        # The port keeps its statements per connection until the settings' generation moves.
         monkeypatch.setattr(model_module, "statements_for", lambda alias: broken)
-        monkeypatch.setattr(conf, "generation", conf.generation + 1)
         with pytest.raises(DatabaseError):
             model_port.write_metadata_sync(**{**ROW, "key": "lost"}, value="v", task_id=None)
         monkeypatch.setattr(model_module, "statements_for", statements_for)
-        monkeypatch.setattr(conf, "generation", conf.generation + 1)
         model_port.write_metadata_sync(**{**ROW, "key": "other"}, value="also kept", task_id=None)
     assert set(CheckpointMetadata.objects.values_list("value", flat=True)) == {"kept", "also kept"}
 
@@ -221,19 +215,26 @@ def test_execute_wrappers_see_every_port_statement(model_port: ModelCheckpointCo
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
-def test_postgresql_statements_are_really_prepared(model_port: ModelCheckpointCommandPort) -> None:
-    model_port.write_metadata_sync(**ROW, value="v", task_id=None)
-    assert model_port.read_metadata_sync(**ROW) == "v"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements")
-        prepared = [row[0] for row in cursor.fetchall()]
-    assert any("ON CONFLICT" in sql for sql in prepared), prepared
-    assert any(sql.lstrip().startswith("SELECT") for sql in prepared), prepared
+def test_prepared_statements_are_djangos_options(model_port: ModelCheckpointCommandPort) -> None:
+    """The port prepares nothing of its own: with Django's OPTIONS for it (psycopg 3's server-side
+    binding and a prepare threshold) PostgreSQL prepares the port's statements; without, none."""
 
+    def prepared() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return [row[0] for row in cursor.fetchall()]
 
-def test_prepared_statements_can_be_turned_off(
-    model_port: ModelCheckpointCommandPort, turnstate_settings: dict
-) -> None:
-    turnstate_settings["PREPARED_STATEMENTS"] = False
     model_port.write_metadata_sync(**ROW, value="v", task_id=None)
-    assert model_port.read_metadata_sync(**ROW) == "v"
+    assert not any("ON CONFLICT" in sql for sql in prepared())
+    saved = connection.settings_dict["OPTIONS"]
+    connection.close()
+    connection.settings_dict["OPTIONS"] = {**saved, "server_side_binding": True, "prepare_threshold": 0}
+    try:
+        model_port.write_metadata_sync(**ROW, value="w", task_id=None)
+        assert model_port.read_metadata_sync(**ROW) == "w"
+        statements = prepared()
+    finally:
+        connection.close()
+        connection.settings_dict["OPTIONS"] = saved
+    assert any("ON CONFLICT" in sql for sql in statements), statements
+    assert any(sql.lstrip().startswith("SELECT") for sql in statements), statements

@@ -34,7 +34,6 @@ from turnstate_app.pauses import (
 )
 from turnstate_app.pauses.tokens import read_token
 from turnstate_app.ports import ModelCheckpointCommandPort
-from turnstate_app.ports import ledger as ledger_sql
 from turnstate_app.turnstate import TurnCheckpoint, turn_state_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -297,12 +296,11 @@ def test_a_refused_consume_and_answer_statement_keeps_the_pause_pending(
     from turnstate_app.ports.execution import run_statement
 
     minted = mint(1)
-    answering = ledger_sql.ledger_statements("default").consume_answering
 
-    def refuse_answering(connection: Any, portable: str, native: str, params: Any) -> Any:
-        if portable == answering:
+    def refuse_answering(connection: Any, sql: str, params: Any, **kwargs: Any) -> Any:
+        if sql.startswith("WITH won AS"):
             raise ConnectionError("database went away")
-        return run_statement(connection, portable, native, params)
+        return run_statement(connection, sql, params, **kwargs)
 
     monkeypatch.setattr("turnstate_app.ports.ledger.run_statement", refuse_answering)
     with pytest.raises(ConnectionError):
@@ -450,13 +448,13 @@ RESUME_STATEMENTS = 2 if connection.vendor == "postgresql" else 3
 
 
 def test_statements_per_mint_and_resume() -> None:
-    """Mint: its three writes. Resume: one read of the ledger row with its turn state, the
-    conditional UPDATE and the answer (on PostgreSQL one statement). Neither opens a
-    savepoint inside its own transaction."""
+    """Mint: its three writes, the turn state's alone in a savepoint (its failure is the one a
+    mint survives). Resume: one read of the ledger row with its turn state, the conditional
+    UPDATE and the answer (on PostgreSQL one statement), without a savepoint."""
     with CaptureQueriesContext(connection) as minting:
         minted = mint(1)
     assert len(data_statements(minting)) == 3, data_statements(minting)
-    assert savepoints(minting) == []
+    assert [sql.split()[0].upper() for sql in savepoints(minting)] == ["SAVEPOINT", "RELEASE"]
     with CaptureQueriesContext(connection) as resuming:
         resume_pause(minted.token, "x")
     assert len(data_statements(resuming)) == RESUME_STATEMENTS, data_statements(resuming)

@@ -50,11 +50,12 @@ def sent(messages: list[tuple[str, str, str]], text: str) -> bool:
     return any(direction == "F" and text in detail for direction, _, detail in messages)
 
 
-def test_a_mint_is_one_round_trip_and_lands_whole() -> None:
-    mint(1, tool_call_id="warm-up")  # the statements are prepared on first use
+def test_a_mint_is_one_transaction_and_lands_whole() -> None:
+    mint(1, tool_call_id="warm-up")
     minted, messages = traced(lambda: mint(1))
-    assert round_trips(messages) == 1, messages
-    assert sent(messages, '"BEGIN"') and sent(messages, '"COMMIT"')
+    # BEGIN, the request, SAVEPOINT, the turn state, RELEASE, the ledger row, COMMIT
+    assert round_trips(messages) == 7, messages
+    assert sum(1 for d, _, detail in messages if d == "F" and '"COMMIT"' in detail) == 1
     assert minted.resumable
     assert Pause.objects.filter(jti=minted.claims.jti).exists()
     assert CheckpointMetadata.objects.filter(thread_id=minted.claims.thread_id).count() == 2 * 2
@@ -97,9 +98,9 @@ def test_inside_the_callers_transaction_nothing_is_committed_on_its_behalf() -> 
     assert not CheckpointMetadata.objects.exists()
 
 
-def test_a_refused_write_rolls_the_one_round_trip_back_and_mints_write_by_write() -> None:
-    """The ledger INSERT refused (a duplicate jti): nothing of the attempt lands, the
-    connection is usable, and the write-by-write mint reports the same refusal."""
+def test_a_refused_write_rolls_the_whole_mint_back() -> None:
+    """The ledger INSERT refused (a duplicate jti): the database's error is raised, nothing of
+    the mint lands, and the connection is usable."""
     from django.db import IntegrityError
 
     first = mint(1)

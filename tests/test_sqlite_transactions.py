@@ -1,9 +1,9 @@
 """What a mint and a resume have SQLite execute, read from sqlite3's own trace callback.
 
-Outside a transaction of the caller's, each opens its transaction on the driver as
-``atomic()`` would (``BEGIN`` in the connection's ``transaction_mode``), sends its writes
-without a savepoint and commits once; a refused write rolls the whole attempt back. Inside
-the caller's transaction, nothing is committed on its behalf.
+Outside a transaction of the caller's, each runs in one ``atomic()`` block (``BEGIN`` in the
+connection's ``transaction_mode``) and commits once; a mint has one savepoint, around its
+turn state (the one write whose failure it survives), a resume none; a refused write rolls
+the whole attempt back. Inside the caller's transaction, nothing is committed on its behalf.
 """
 
 from __future__ import annotations
@@ -75,11 +75,13 @@ def refusing_answers() -> Iterator[None]:
             cursor.execute("DROP TRIGGER refuse_answers")
 
 
-def test_a_mint_is_one_transaction_without_savepoints() -> None:
+def test_a_mint_is_one_transaction_with_a_savepoint_only_around_its_turn_state() -> None:
     with counting_atomic_blocks() as entered:
         minted, statements = traced(lambda: mint(1))
-    assert entered == [], "the transaction is the driver's, without atomic()'s bookkeeping"
-    assert verbs(statements) == ["BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"], statements
+    assert entered == [False, True], "the mint's transaction, and the turn state's savepoint in it"
+    assert verbs(statements) == ["BEGIN", "INSERT", "SAVEPOINT", "INSERT", "RELEASE", "INSERT", "COMMIT"], (
+        statements
+    )
     assert minted.resumable
     assert Pause.objects.filter(jti=minted.claims.jti).exists()
     assert CheckpointMetadata.objects.filter(thread_id=minted.claims.thread_id).count() == 2
@@ -89,7 +91,7 @@ def test_a_resume_reads_once_then_consumes_and_answers_in_one_transaction() -> N
     minted = mint(1)
     with counting_atomic_blocks() as entered:
         resumed, statements = traced(lambda: resume_pause(minted.token, "yes"))
-    assert entered == [], "the transaction is the driver's, without atomic()'s bookkeeping"
+    assert entered == [False], "one transaction, no savepoint"
     assert resumed.answer == "yes"
     assert verbs(statements) == ["SELECT", "BEGIN", "UPDATE", "INSERT", "COMMIT"], statements
     assert Pause.objects.get(jti=minted.claims.jti).status == "answered"
@@ -107,9 +109,9 @@ def test_the_connections_transaction_mode_opens_the_transaction() -> None:
     assert Pause.objects.filter(jti=minted.claims.jti).exists()
 
 
-def test_a_refused_mint_write_rolls_the_attempt_back_and_mints_write_by_write() -> None:
-    """The ledger INSERT refused (a duplicate jti): nothing of the attempt lands, the
-    connection is usable, and the write-by-write mint reports the same refusal."""
+def test_a_refused_mint_write_rolls_the_whole_mint_back() -> None:
+    """The ledger INSERT refused (a duplicate jti): the database's error is raised, nothing of
+    the mint lands, and the connection is usable."""
     first = mint(1)
     with pytest.raises(IntegrityError):
         traced(lambda: mint_reusing_jti(first, 1, tool_call_id="call-2"))

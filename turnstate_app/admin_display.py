@@ -53,16 +53,20 @@ def pause_link(pause: Pause) -> SafeString:
     return format_html('<a href="{}">{}</a> ({})', url, pause.jti, pause.get_status_display())
 
 
+ROWS_ATTRIBUTE = "turnstate_store_rows"
+"""Where :func:`rows_of` keeps a changelist row's store rows, on the row's own instance."""
+
+
 def rows_of(pause: Pause) -> dict[str, CheckpointMetadata]:
     """The pause's request, turn-state and answer rows that exist, by key; one query, cached."""
-    cached: dict[str, CheckpointMetadata] | None = getattr(pause, "_turnstate_rows", None)
+    cached: dict[str, CheckpointMetadata] | None = getattr(pause, ROWS_ATTRIBUTE, None)
     if cached is None:
         keys = [pause.request_key, TURN_STATE_KEY_PREFIX + pause.jti, ANSWER_KEY_PREFIX + pause.jti]
         found = CheckpointMetadata.objects.filter(
             thread_id=pause.thread_id, checkpoint_id=pause.checkpoint_id, key__in=keys
         )
         cached = {row.key: row for row in found}
-        pause._turnstate_rows = cached  # type: ignore[attr-defined]
+        setattr(pause, ROWS_ATTRIBUTE, cached)
     return cached
 
 

@@ -16,6 +16,8 @@ from turnstate_app.conf import DEFAULTS, conf
 from turnstate_app.contracts import CheckpointCommandPort
 
 PORT_METHODS = ("read_metadata", "write_metadata", "claim_metadata")
+RETIRED_PREPARED_STATEMENTS = "PREPARED_STATEMENTS"
+"""A key of earlier releases (E008 checked it); W004 says where the choice lives now."""
 
 
 def check_settings(**_: Any) -> list[CheckMessage]:
@@ -30,7 +32,19 @@ def check_settings(**_: Any) -> list[CheckMessage]:
             )
         ]
     messages: list[CheckMessage] = []
-    unknown = sorted(set(raw) - set(DEFAULTS))
+    if RETIRED_PREPARED_STATEMENTS in raw:
+        messages.append(
+            Warning(
+                f"TURNSTATE[{RETIRED_PREPARED_STATEMENTS!r}] no longer has any effect.",
+                hint=(
+                    "The app's statements run on Django's own cursor, so PostgreSQL prepares them "
+                    "exactly as Django's database OPTIONS say (psycopg 3: 'server_side_binding' and "
+                    "'prepare_threshold'). Remove the key and set those OPTIONS instead."
+                ),
+                id="turnstate.W004",
+            )
+        )
+    unknown = sorted(set(raw) - set(DEFAULTS) - {RETIRED_PREPARED_STATEMENTS})
     if unknown:
         messages.append(
             Warning(
@@ -115,10 +129,7 @@ def _check_flags(raw: dict[str, Any]) -> list[CheckMessage]:
             hint=f"Set {name} to a bool (default {DEFAULTS[name]}).",
             id=check_id,
         )
-        for name, check_id in (
-            ("REQUIRE_DURABLE", "turnstate.E005"),
-            ("PREPARED_STATEMENTS", "turnstate.E008"),
-        )
+        for name, check_id in (("REQUIRE_DURABLE", "turnstate.E005"),)
         if name in raw and not isinstance(raw[name], bool)
     ]
 

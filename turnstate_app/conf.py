@@ -23,9 +23,6 @@ DEFAULTS: dict[str, Any] = {
     "RESUME_HANDLER": None,
     # Seconds the one who answered waits, at most, for RESUME_HANDLER; it keeps running after.
     "HANDOFF_TIMEOUT": 5,
-    # Use prepared statements on PostgreSQL (turn off behind a transaction-mode
-    # pooler that does not support them).
-    "PREPARED_STATEMENTS": True,
     # Seconds after which a claimed continuation that neither completed nor failed is
     # listed as stalled, and a thread's turn held that long may be taken over.
     "STALLED_AFTER": 15 * 60,
@@ -33,16 +30,6 @@ DEFAULTS: dict[str, Any] = {
     # beyond LangGraph's own safe types (turnstate_app.contrib.langgraph).
     "LANGGRAPH_MSGPACK_ALLOWLIST": [],
 }
-
-SETTINGS_READ: dict[str, Any] = vars(settings)
-"""Each Django setting ``settings`` has already read, exactly as ``settings.NAME`` gives it.
-
-``LazySettings`` answers ``settings.NAME`` from this, its own instance dict, and forgets an
-entry when it is set (all of them under ``override_settings``). A hot path reads
-``SETTINGS_READ.get(name)`` and falls back to ``getattr(settings, name)`` when it is
-missing (None), skipping the Python-level ``__getattribute__`` every ``settings.NAME``
-runs through.
-"""
 
 
 class TurnstateSettings:
@@ -54,9 +41,6 @@ class TurnstateSettings:
 
     def __init__(self) -> None:
         self._resolved: dict[str, Any] | None = None
-        self.generation = 0
-        """Bumped whenever ``TURNSTATE`` or ``DATABASES`` changes: state derived from them and
-        cached elsewhere (the port's, per connection) is stale once this differs."""
 
     @property
     def raw(self) -> Any:
@@ -65,9 +49,8 @@ class TurnstateSettings:
 
     def reset(self, *, setting: str = "TURNSTATE", **_: Any) -> None:
         """Forget the resolved values (connected to ``setting_changed``)."""
-        if setting in ("TURNSTATE", "DATABASES"):
+        if setting == "TURNSTATE":
             self._resolved = None
-            self.generation += 1
 
     def _get(self, name: str) -> Any:
         resolved = self._resolved
@@ -101,10 +84,6 @@ class TurnstateSettings:
     @property
     def HANDOFF_TIMEOUT(self) -> float:  # noqa: N802
         return float(self._get("HANDOFF_TIMEOUT"))
-
-    @property
-    def PREPARED_STATEMENTS(self) -> bool:  # noqa: N802
-        return bool(self._get("PREPARED_STATEMENTS"))
 
     @property
     def STALLED_AFTER(self) -> float:  # noqa: N802

@@ -191,11 +191,33 @@ def effective_status_q(status: str, now: datetime) -> Q:
     raise ValueError(f"unknown pause status {status!r}")
 
 
-def effective_status_at(status: str, expires_at: datetime, now: datetime) -> str:
-    """:func:`effective_status_q` for one row already read: pending past its age is expired."""
-    if status == PauseStatus.PENDING and expires_at <= now:  # _past_age
-        return PauseStatus.EXPIRED.value
-    return status
+Quoting = Any
+"""A callable giving a field's quoted column (``Callable[[str], str]``)."""
+
+
+def pending_sql(column: Quoting, now: Any) -> tuple[str, tuple[Any, ...]]:
+    """``effective_status_q(PENDING, now)`` as a SQL condition and its parameters, for the
+    statements the ledger runs as text (``column`` quotes a field's column; ``now`` adapted
+    by the caller's connection). Kept beside its ``Q``; a test holds the two equal row for row."""
+    return (
+        f"{column('status')} = %s AND {column('expires_at')} > %s",
+        (PauseStatus.PENDING.value, now),
+    )
+
+
+def effective_status_sql(column: Quoting, now: Any) -> tuple[str, tuple[Any, ...]]:
+    """:meth:`PauseQuerySet.with_effective_status`'s annotation as a SQL expression and its parameters
+    (as :func:`pending_sql`; a test holds the two equal row for row)."""
+    return (
+        f"CASE WHEN {column('status')} = %s AND {column('expires_at')} <= %s THEN %s "
+        f"ELSE {column('status')} END",
+        (PauseStatus.PENDING.value, now, PauseStatus.EXPIRED.value),
+    )
+
+
+def consumed_values(now: Any) -> dict[str, Any]:
+    """What consuming a pause sets (``now`` adapted by the caller's connection, for SQL text)."""
+    return {"status": PauseStatus.ANSWERED.value, "answered_at": now}
 
 
 class PauseQuerySet(models.QuerySet["Pause"]):
@@ -346,9 +368,11 @@ class PauseQuerySet(models.QuerySet["Pause"]):
     # -- the state changes: each one conditional UPDATE --------------------------------
 
     def consume(self, jti: str, *, now: datetime) -> bool:
-        """Pending and within its age becomes answered: True for the one caller whose UPDATE did it."""
+        """Pending and within its age becomes answered: True for the one caller whose UPDATE did it.
+
+        The resume runs the same UPDATE as text (:func:`pending_sql`, :func:`consumed_values`)."""
         won = self.filter(effective_status_q(PauseStatus.PENDING, now), jti=jti).update(
-            status=PauseStatus.ANSWERED, answered_at=now
+            **consumed_values(now)
         )
         return won == 1
 

@@ -64,9 +64,8 @@ Place = tuple[str, str, str]  # thread_id, checkpoint_id, key
 
 def write_db(queryset: QuerySet[Any]) -> str:
     """Where deleting ``queryset`` goes, decided as ``QuerySet.delete`` decides it."""
-    chained = queryset.all()
-    chained._for_write = True  # type: ignore[attr-defined]  # the stubs omit it
-    return chained.db
+    # ``QuerySet.db`` names the database a query would run on now; a locking query is a write.
+    return queryset.select_for_update().db
 
 
 def require_batch_size(batch_size: int) -> None:

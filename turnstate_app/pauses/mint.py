@@ -7,13 +7,10 @@ answer) but one that says it cannot be continued.
 On the model port, when the store's rows and the ledger live in one database, the three
 writes commit together in one transaction, so no request or turn-state row is ever
 visible without its ledger row (a purge or an operator never meets half a pause), and
-the token is signed only after the commit. There the writes take the model port's own
-path (:func:`write_pause_fast`): no savepoints, the ledger row inserted without the ORM's
-per-call work, and on PostgreSQL BEGIN, the three statements and COMMIT in one round trip
-(when the caller holds no transaction; else the three statements in one), so a mint costs
-one round trip and one commit; on SQLite, under the same condition, BEGIN and COMMIT are
-sent on the driver without ``atomic()``'s bookkeeping. Any other port keeps the same order, write by write,
-through the port.
+the token is signed only after the commit. Only the turn state's write has a savepoint
+of its own: its failure is the one a mint survives (``resumable=False``); a failed
+request or ledger write rolls the whole mint back. Any other port keeps the same order,
+write by write, through the port.
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ import json
 import logging
 import secrets
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -43,13 +41,6 @@ from turnstate_app.pauses.groups import check_group
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
-from turnstate_app.ports.execution import (
-    NotCommittedError,
-    pipelined,
-    sends_whole_transactions,
-    transaction_in_one_round_trip,
-)
-from turnstate_app.ports.ledger import insert_pause
 from turnstate_app.ports.model import whole_transaction_writes
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, stamped_turn
 
@@ -136,11 +127,8 @@ def mint_pause(
     if alias is None:
         resumable, pause = write_pause(*rows, resumable_check=resumable_check)
     else:
-        # A resumable_check must see the record land before the ledger row says so: the
-        # pipelined path knows that only at its end, so such a mint goes write by write.
-        fast = None if resumable_check else (lambda: write_pause_fast(*rows, alias=alias))
         resumable, pause = in_one_transaction(
-            alias, lambda: write_pause(*rows, resumable_check=resumable_check), fast=fast
+            alias, lambda: write_pause(*rows, resumable_check=resumable_check, own_transaction=True)
         )
     if not resumable:
         logger.warning(
@@ -162,10 +150,17 @@ def write_pause(
     encoded: str,
     ledger: dict[str, Any],
     resumable_check: ResumableCheck | None = None,
+    *,
+    own_transaction: bool = False,
 ) -> tuple[bool, Pause]:
-    """The contract's three writes, in order: the request, the turn state, the ledger row."""
+    """The contract's three writes, in order: the request, the turn state, the ledger row.
+
+    ``own_transaction``: they run in the mint's own transaction, which a failed request write
+    rolls back whole, so that write needs no savepoint of the port's.
+    """
     if store.wired:
-        store.write_request_sync(claims, request_value)
+        with whole_transaction_writes() if own_transaction else nullcontext():
+            store.write_request_sync(claims, request_value)
     # Inside a transaction the model port writes in a savepoint: a refused record rolls
     # back alone, and the pause is still minted, saying it is not resumable.
     resumable = earned(store.record_sync(claims, turn, encoded=encoded), resumable_check, claims)
@@ -174,66 +169,14 @@ def write_pause(
     return resumable, pause
 
 
-def write_pause_fast(
-    store: TurnCheckpointStore,
-    claims: PauseClaims,
-    request_value: str,
-    turn: TurnCheckpoint,
-    encoded: str,
-    ledger: dict[str, Any],
-    *,
-    alias: str,
-) -> Callable[[], tuple[bool, Pause]]:
-    """Send :func:`write_pause`'s writes on the model port's own path; the returned call gives the outcome.
-
-    The same three statements in the same order, through the same port, but without a
-    savepoint each and with the ledger row inserted as plain SQL. On PostgreSQL they travel
-    in the caller's pipeline, so their outcome is known only once it ends: call the result
-    then. It is optimistic: the ledger row is sent saying the turn state was recorded before
-    that is known. So any failure raises, the caller rolls the whole attempt back and takes
-    :func:`write_pause`, whose savepoint reports which write failed.
-    """
-    with whole_transaction_writes():
-        store.write_request_sync(claims, request_value)
-        resumable = store.record_sync(claims, turn, encoded=encoded)
-        pause = new_pause(Pause, claims, resumable=resumable, **ledger)
-        saved = insert_pause(pause, using=alias)
-
-    def outcome() -> tuple[bool, Pause]:
-        saved()
-        return resumable, pause
-
-    return outcome
-
-
 MINT_ATTEMPTS = 3
 """A mint that the database refused for a concurrent transaction (a deadlock with a purge of
 the same request row, say) wrote nothing, so it is tried again, as a whole."""
 
 
-class _FastPathFailedError(Exception):
-    """Something in the fast attempt failed; it is rolled back and the mint taken again, write by write."""
-
-
-def in_one_transaction(
-    alias: str,
-    write: Callable[[], tuple[bool, Pause]],
-    *,
-    fast: Callable[[], Callable[[], tuple[bool, Pause]]] | None = None,
-) -> tuple[bool, Pause]:
-    """Run ``fast`` (if given) or else ``write`` in one transaction on ``alias``.
-
-    ``fast`` sends its writes together (:func:`write_pause_fast`): outside any transaction
-    of the caller's, BEGIN, the writes and COMMIT on the driver (on PostgreSQL in one round
-    trip); otherwise inside ``atomic()``, pipelined where the driver can. A failed ``fast`` attempt
-    is rolled back whole and ``write`` runs instead; a failed commit is not retried (it may
-    have landed). ``write`` is retried on a conflict unless the caller holds the transaction.
-    """
-    if fast is not None:
-        try:
-            return _send_together(alias, fast)
-        except _FastPathFailedError as failed:
-            logger.debug("the fast mint failed (%r); minting again write by write", failed.__cause__)
+def in_one_transaction(alias: str, write: Callable[[], tuple[bool, Pause]]) -> tuple[bool, Pause]:
+    """Run ``write`` in one transaction on ``alias``; retried on a conflict unless the caller holds
+    the transaction (then the conflict is the caller's to handle)."""
     retry = not connections[alias].in_atomic_block
     for attempt in range(1, MINT_ATTEMPTS + 1):
         try:
@@ -243,25 +186,6 @@ def in_one_transaction(
             if not (retry and attempt < MINT_ATTEMPTS and is_serialization_failure(exc)):
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _send_together(alias: str, fast: Callable[[], Callable[[], tuple[bool, Pause]]]) -> tuple[bool, Pause]:
-    """One attempt of ``fast``; :class:`_FastPathFailedError` when it failed and nothing of it landed."""
-    connection = connections[alias]
-    if sends_whole_transactions(connection):
-        try:
-            with transaction_in_one_round_trip(connection):
-                outcome = fast()
-        except NotCommittedError as refused:
-            raise _FastPathFailedError from refused.__cause__
-        return outcome()
-    with transaction.atomic(using=alias):
-        try:
-            with pipelined(connection):
-                outcome = fast()
-            return outcome()
-        except Exception as exc:
-            raise _FastPathFailedError from exc
 
 
 def shared_alias(store: TurnCheckpointStore) -> str | None:

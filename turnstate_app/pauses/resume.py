@@ -6,22 +6,20 @@ one transaction, ``UPDATE … WHERE jti = … AND status = 'pending'`` lets exac
 caller in any number of processes win, and that caller stores the answer.
 
 When the store is the model port in the ledger's own database, the ledger row and the
-turn state are read in one query, and the UPDATE and the answer's upsert run without a
-savepoint (the transaction is rolled back whole when either fails); on PostgreSQL they
-are one statement (a data-modifying ``WITH``): two round trips and one commit in all.
-Any other port is read and written through the port, step by step.
+turn state are read in one query (:func:`turnstate_app.ports.ledger.read_pause`); any other
+port is read through the port. The UPDATE and the answer's write are one storage call
+(:func:`turnstate_app.ports.ledger.consume_and_answer`).
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import PermissionDenied
-from django.db import OperationalError, connections, router, transaction
+from django.db import OperationalError, router, transaction
 from django.utils import timezone
 
 from turnstate_app.conf import conf
@@ -32,7 +30,6 @@ from turnstate_app.errors import (
     PauseCheckpointNotFoundError,
     PauseExpiredError,
 )
-from turnstate_app.keys import answer_key, payload_key, turn_state_key
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseStatus
 from turnstate_app.pauses.answers import validate_answer
@@ -41,10 +38,9 @@ from turnstate_app.pauses.handoff import ResumedPause, after_answer
 from turnstate_app.pauses.mint import shared_alias, to_json
 from turnstate_app.pauses.tokens import read_token
 from turnstate_app.ports import get_default_store
-from turnstate_app.ports import ledger as ledger_sql
-from turnstate_app.ports.execution import pipelined, sends_whole_transactions, sqlite_transaction
+from turnstate_app.ports import ledger as ledger_rows
 from turnstate_app.ports.limits import require_value
-from turnstate_app.ports.model import reading_primary, whole_transaction_writes, writes_as_defined
+from turnstate_app.ports.model import reading_primary
 from turnstate_app.turnstate import (
     TurnCheckpoint,
     TurnCheckpointStore,
@@ -82,7 +78,7 @@ def resume_pause(
     validate_answer(pause.answer_schema, answer)
     # The one winner.
     try:
-        if not consume_and_answer(store, using, claims, answer_value, now, fast=fast):
+        if not ledger_rows.consume_and_answer(store, using, claims, answer_value, now):
             raise _LostTheRaceError
     except (_LostTheRaceError, OperationalError) as exc:
         if isinstance(exc, OperationalError) and not is_serialization_failure(exc):
@@ -125,78 +121,10 @@ def read_pause(
     """The ledger row and where its turn state is; on the model port's own path both in one query."""
     if not fast:
         return ledger_row(using, claims.jti, now), store
-    found = ledger_sql.read_pause(
-        using=using,
-        jti=claims.jti,
-        thread_id=claims.thread_id,
-        checkpoint_id=claims.checkpoint_id,
-        turn_state_key=turn_state_key(claims),
-        request_key=payload_key(claims),
-        now=now,
-    )
+    found = ledger_rows.read_pause(using=using, claims=claims, now=now)
     if found.pause is None:
         raise _not_in_ledger(claims.jti)
     return found.pause, ReadTurn(found.turn_state, found.request_recorded)
-
-
-def consume_and_answer(
-    store: TurnCheckpointStore,
-    using: str,
-    claims: PauseClaims,
-    answer_value: str,
-    now: datetime,
-    *,
-    fast: bool,
-) -> bool:
-    """In one transaction: the conditional UPDATE, then the answer. Says whether this caller won.
-
-    On the model port's own path the answer is written without a savepoint (the transaction
-    rolls back whole when either fails or the UPDATE lost): on PostgreSQL both are one
-    statement, which writes the answer only if the UPDATE matched (outside the caller's
-    transaction it is its own: one round trip, one commit); elsewhere the answer is sent
-    before the UPDATE's outcome is known, and a loser's answer goes with its rolled-back
-    transaction (on SQLite, outside the caller's transaction, one opened on the driver).
-    """
-    connection = connections[using]
-    if fast and ledger_sql.answers_in_one_statement(connection) and writes_as_defined(store.commands):
-        with transaction.atomic(using=using) if connection.in_atomic_block else nullcontext():
-            return ledger_sql.consume_answering(
-                connection,
-                using=using,
-                jti=claims.jti,
-                now=now,
-                thread_id=claims.thread_id,
-                checkpoint_id=claims.checkpoint_id,
-                key=answer_key(claims),
-                value=answer_value,
-                task_id=claims.run_id,
-                max_bytes=conf.MAX_VALUE_BYTES,
-            )
-    if fast and connection.vendor == "sqlite" and sends_whole_transactions(connection):
-        # Outside the caller's transaction: BEGIN and COMMIT on the driver, no atomic() bookkeeping.
-        with sqlite_transaction(connection):
-            return _consume_then_answer(store, using, claims, answer_value, now)
-    with transaction.atomic(using=using):
-        if not fast:
-            if not Pause.objects.using(using).consume(claims.jti, now=now):
-                return False
-            store.write_answer_sync(claims, answer_value)
-            return True
-        return _consume_then_answer(store, using, claims, answer_value, now)
-
-
-def _consume_then_answer(
-    store: TurnCheckpointStore, using: str, claims: PauseClaims, answer_value: str, now: datetime
-) -> bool:
-    """The model port's own path, inside a transaction its caller rolls back whole on any failure:
-    the UPDATE and the answer's write without a savepoint, pipelined where the driver can."""
-    connection = connections[using]
-    with whole_transaction_writes(), pipelined(connection):
-        won = ledger_sql.consume(connection, using=using, jti=claims.jti, now=now)
-        store.write_answer_sync(claims, answer_value)
-    if not won():
-        raise _LostTheRaceError  # rolls the answer back with the transaction
-    return True
 
 
 def ledger_row(using: str, jti: str, now: datetime) -> Pause:

@@ -173,6 +173,14 @@ class ThreadTurn:
         self._blocking.write(**self._alive_place(self.value), value=beat, task_id=None)
         return True
 
+    def forget_heartbeat(self) -> None:
+        """Delete this turn's heartbeat row, if it still holds one (only its own beat is deleted)."""
+        assert self._blocking is not None and self._releaser is not None
+        place = self._alive_place(self.value)
+        beat = self._blocking.read(**place)
+        if beat is not None:
+            self._releaser.release_metadata_sync(**place, value=beat)
+
     def release(self) -> None:
         """Give the turn back (only this turn's row is ever deleted). Never raises."""
         self.stop_keeping_alive()
@@ -311,15 +319,10 @@ class _Heartbeat:
         self.thread.join(timeout=max(self.interval, 5.0))
         if not self.beaten:
             return
-        turn = self.turn
-        place = turn._alive_place(turn.value)
         try:
-            assert turn._blocking is not None and turn._releaser is not None
-            beat = turn._blocking.read(**place)
-            if beat is not None:
-                turn._releaser.release_metadata_sync(**place, value=beat)
+            self.turn.forget_heartbeat()
         except Exception:
-            logger.exception("thread %s: deleting the turn's heartbeat failed", turn.thread_id)
+            logger.exception("thread %s: deleting the turn's heartbeat failed", self.turn.thread_id)
 
 
 def _waited(turn: ThreadTurn, started: float, *, extend: bool) -> float:

@@ -95,43 +95,6 @@ def require_write(
     max_bytes: int,
 ) -> None:
     """Everything a write or claim must satisfy, checked before any statement runs."""
-    if plainly_valid_write(thread_id, checkpoint_id, key, value, task_id, vendor, max_bytes):
-        return
     require_row_ids(thread_id, checkpoint_id, key, vendor=vendor)
     require_value(value, max_bytes=max_bytes)
     require_task_id(task_id)
-
-
-def plainly_valid_write(
-    thread_id: Any,
-    checkpoint_id: Any,
-    key: Any,
-    value: Any,
-    task_id: Any,
-    vendor: str | None,
-    max_bytes: int,
-) -> bool:
-    """True only when :func:`require_write` would pass: exact ``str``s, ASCII, without NUL, in bounds.
-
-    The common write, recognised by a few C-level checks instead of the field-by-field
-    ones. False says nothing: the full check then decides and names what is wrong.
-    """
-    if task_id is None:
-        task_id = "-"
-    if not (
-        type(thread_id) is str is type(checkpoint_id) is type(key) is type(value) is type(task_id)
-        and 0 < len(thread_id) <= ID_MAX_LENGTH
-        and 0 < len(checkpoint_id) <= ID_MAX_LENGTH
-        and 0 < len(key) <= ID_MAX_LENGTH
-        and 0 < len(task_id) <= ID_MAX_LENGTH
-        and len(value) <= max_bytes
-        and value.isascii()
-        and "\x00" not in value
-    ):
-        return False
-    ids = thread_id + checkpoint_id + key + task_id
-    if not ids.isascii() or "\x00" in ids:
-        return False
-    # ASCII: one byte a character, so the three row ids take len() UTF-8 bytes.
-    limit = INDEX_ID_BYTE_LIMITS.get(vendor or "")
-    return limit is None or len(ids) - len(task_id) <= limit

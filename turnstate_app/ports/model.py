@@ -16,15 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import UTC, datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import connections, router, transaction
+from django.utils import timezone
 
-from turnstate_app.conf import SETTINGS_READ, conf
-from turnstate_app.ports.execution import connection_for, run_statement
+from turnstate_app.conf import conf
+from turnstate_app.ports.execution import run_statement
 from turnstate_app.ports.limits import require_row_ids, require_write
 from turnstate_app.ports.packets import require_fits_packet
 from turnstate_app.ports.statements import statements_for
@@ -62,49 +61,10 @@ def whole_transaction_writes() -> Iterator[None]:
         _whole_transaction.reset(token)
 
 
-_checkpoint_model: Any = None
-
-
 def _model() -> Any:
-    global _checkpoint_model
-    if _checkpoint_model is None:
-        from turnstate_app.models import CheckpointMetadata
+    from turnstate_app.models import CheckpointMetadata
 
-        _checkpoint_model = CheckpointMetadata
-    return _checkpoint_model
-
-
-# On each connection wrapper (one per thread and alias): the port's state for it.
-_PORT_STATE = "_turnstate_port_state"
-
-
-class _PortState:
-    """What a write needs from its connection and the settings, derived once per connection.
-
-    Stale once ``conf.generation`` moves (``TURNSTATE`` or ``DATABASES`` changed); the router
-    is still asked on every call, since routers may answer differently each time.
-    """
-
-    __slots__ = ("generation", "vendor", "max_bytes", "adapt_now", "statements")
-
-    def __init__(self, connection: Any) -> None:
-        self.generation = conf.generation
-        self.vendor: str = connection.vendor
-        self.max_bytes = conf.MAX_VALUE_BYTES
-        self.adapt_now = connection.ops.adapt_datetimefield_value
-        statements = statements_for(connection.alias)
-        # Each write statement as (Django's spelling, the driver's).
-        self.statements = {
-            "write": (statements.write, statements.native_write),
-            "claim": (statements.claim, statements.native_claim),
-        }
-
-
-def _port_state(connection: Any) -> _PortState:
-    state: _PortState | None = connection.__dict__.get(_PORT_STATE)
-    if state is None or state.generation != conf.generation:
-        state = connection.__dict__[_PORT_STATE] = _PortState(connection)
-    return state
+    return CheckpointMetadata
 
 
 class ModelCheckpointCommandPort:
@@ -146,12 +106,9 @@ class ModelCheckpointCommandPort:
 
     def read_metadata_sync(self, *, thread_id: str, checkpoint_id: str, key: str) -> str | None:
         alias = router.db_for_write(_model()) if _read_primary.get() else router.db_for_read(_model())
-        connection = connection_for(alias)
+        connection = connections[alias]
         require_row_ids(thread_id, checkpoint_id, key, vendor=connection.vendor)
-        statements = statements_for(alias)
-        _, row = run_statement(
-            connection, statements.read, statements.native_read, (thread_id, checkpoint_id, key)
-        )
+        _, row = run_statement(connection, statements_for(alias).read, (thread_id, checkpoint_id, key))
         return None if row is None else str(row[0])
 
     def write_metadata_sync(
@@ -187,27 +144,22 @@ class ModelCheckpointCommandPort:
         value: str,
         task_id: str | None,
     ) -> int:
-        alias = router.db_for_write(_checkpoint_model or _model())
-        connection = connection_for(alias)
-        state = connection.__dict__.get(_PORT_STATE)
-        if state is None or state.generation != conf.generation:
-            state = _port_state(connection)
-        vendor, max_bytes = state.vendor, state.max_bytes
-        require_write(thread_id, checkpoint_id, key, value, task_id, vendor=vendor, max_bytes=max_bytes)
-        # timezone.now(), reading USE_TZ without LazySettings' __getattribute__.
-        use_tz = SETTINGS_READ.get("USE_TZ")
-        if use_tz is None:
-            use_tz = settings.USE_TZ
-        now = state.adapt_now(datetime.now(UTC if use_tz else None))
+        alias = router.db_for_write(_model())
+        connection = connections[alias]
+        vendor = connection.vendor
+        require_write(
+            thread_id, checkpoint_id, key, value, task_id, vendor=vendor, max_bytes=conf.MAX_VALUE_BYTES
+        )
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
         params = (thread_id, checkpoint_id, key, value, task_id, now, now)
-        portable, native = state.statements[statement]
+        sql = getattr(statements_for(alias), statement)
         if vendor == "mysql":
-            require_fits_packet(connection, native, params)
+            require_fits_packet(connection, sql, params)
         if not connection.in_atomic_block or _whole_transaction.get():
-            return run_statement(connection, portable, native, params, first_row=False)[0]
+            return run_statement(connection, sql, params, first_row=False)[0]
         # Inside the caller's transaction: a savepoint, so a refused write leaves it usable.
         with transaction.atomic(using=alias):
-            return run_statement(connection, portable, native, params, first_row=False)[0]
+            return run_statement(connection, sql, params, first_row=False)[0]
 
 
 _DEFINED_WRITE = ModelCheckpointCommandPort.write_metadata_sync

@@ -40,13 +40,9 @@ def packet_limit(connection: BaseDatabaseWrapper) -> int:
     cached = _limits.get(connection)
     if cached is not None and cached[0] is driver:
         return cached[1]
-    with connection.wrap_database_errors:
-        cursor = driver.cursor()  # the driver's own: not a query the caller's logs should show
-        try:
-            cursor.execute("SELECT @@max_allowed_packet")
-            limit = int(cursor.fetchone()[0])
-        finally:
-            cursor.close()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@max_allowed_packet")
+        limit = int(cursor.fetchone()[0])
     _limits[connection] = (driver, limit)
     return limit
 

@@ -18,22 +18,11 @@ from turnstate_app.errors import InteractionConfigurationError
 
 @dataclass(frozen=True)
 class PortStatements:
-    """Each statement with ``%s`` placeholders (Django's style) and in the driver's own style."""
+    """Each statement with ``%s`` placeholders, as Django's cursor takes them."""
 
     read: str
     write: str
     claim: str
-    native_read: str = ""
-    native_write: str = ""
-    native_claim: str = ""
-
-    def with_native(self, placeholder: str) -> PortStatements:
-        def native(sql: str) -> str:
-            return sql.replace("%s", placeholder)  # the statements contain no other %
-
-        return PortStatements(
-            self.read, self.write, self.claim, native(self.read), native(self.write), native(self.claim)
-        )
 
 
 _INSERT_FIELDS = (
@@ -52,11 +41,6 @@ _OVERWRITE_FIELDS = ("value", "task_id", "updated_at")
 @cache
 def statements_for(alias: str) -> PortStatements:
     """Build (once per database alias) the statements in that database's dialect."""
-    placeholder = "?" if connections[alias].vendor == "sqlite" else "%s"
-    return _portable_statements(alias).with_native(placeholder)
-
-
-def _portable_statements(alias: str) -> PortStatements:
     from turnstate_app.models import CheckpointMetadata
 
     connection = connections[alias]

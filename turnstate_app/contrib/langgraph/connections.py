@@ -15,9 +15,8 @@ from __future__ import annotations
 import threading
 from types import TracebackType
 
+from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-
-from turnstate_app.ports.execution import connection_for
 
 _main_thread = threading.main_thread
 
@@ -31,7 +30,7 @@ class borrowed:  # noqa: N801 - used as a context manager, like contextlib's low
     __slots__ = ("close_after", "connection")
 
     def __init__(self, alias: str, *, keep: bool) -> None:
-        connection = connection_for(alias)
+        connection = connections[alias]
         self.connection = connection
         self.close_after = (
             not keep and connection.connection is None and threading.current_thread() is not _main_thread()

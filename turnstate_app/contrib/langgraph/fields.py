@@ -2,7 +2,7 @@
 
 Django declares every ``AutoField`` on SQLite as ``integer PRIMARY KEY AUTOINCREMENT``,
 which makes each insert read and update the ``sqlite_sequence`` table: a tenth to a fifth
-of a small ``put``'s statement (``bench/langgraph_sqlite_floor.py``). A plain ``integer
+of a small ``put``'s statement (measured when this field was introduced). A plain ``integer
 PRIMARY KEY`` is the rowid itself, and SQLite hands out ``max(rowid) + 1``. The price is
 that the id of the newest row may be given again once that row is deleted; nothing in
 the saver orders or finds rows by id (writes sort by task and index, checkpoints by

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from django.contrib import admin
+from django.db import router
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
@@ -89,7 +90,7 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="transcript")
     def transcript(self, obj: StoredConversation) -> str:
         try:
-            entries = history.read_history(obj._state.db or "default", obj.head_id, None)
+            entries = history.read_history(router.db_for_read(type(obj), instance=obj), obj.head_id, None)
         except LookupError:
             return "(the history is incomplete: an entry it points at is gone)"
         messages = [entry.message for entry in entries]

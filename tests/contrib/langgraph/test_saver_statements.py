@@ -1,20 +1,18 @@
-"""The saver's short path to the driver keeps Django's promises: observers see every statement,
+"""The saver's statements run on Django's cursor and keep its promises: observers see every statement,
 a reopened connection is used afresh, async contexts are refused, timestamps are Django's own,
 and the strict serializer refuses a constructor however deep it is nested."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
 import ormsgpack
 import pytest
 from django.core.exceptions import SynchronousOnlyOperation
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
@@ -24,7 +22,6 @@ from langgraph.checkpoint.serde.types import INTERRUPT
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
 from turnstate_app.contrib.langgraph.serde import default_serde
-from turnstate_app.ports.execution import _GUARD_RECORD, connection_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -190,47 +187,3 @@ def test_a_put_whose_checkpoint_row_is_refused_leaves_no_value_row_and_a_usable_
     stored = saver.put(config, checkpoint, {}, {"messages": "1"})
     found = saver.get_tuple(stored)
     assert found is not None and found.checkpoint["channel_values"] == {"messages": "x" * size}
-
-
-def test_the_cached_connection_and_cursor_are_each_threads_own() -> None:
-    """Two threads taking turns call by call each run on their own connection and driver cursor,
-    and each reads back what it wrote."""
-    saver = DjangoCheckpointSaver()
-    turns = threading.Barrier(2, timeout=30)
-
-    def work(name: str) -> tuple[Any, Any, Any, list[str]]:
-        own = connections["default"]
-        assert connection_for("default") is own  # this thread's, found on the fast path
-        own.ensure_connection()  # held by the thread, so the saver keeps it open between calls
-        try:
-            stored = []
-            for step in range(3):
-                stored.append(put_one(saver, f"{name}-{step}-{uuid.uuid4()}"))
-                turns.wait()
-                saver.put_writes(stored[-1], [("messages", f"{name}-{step}")], task_id="task-1")
-                turns.wait()
-            read = []
-            for config in stored:
-                found = saver.get_tuple(config)
-                assert found is not None and found.config == config
-                read += [value for _, _, value in found.pending_writes or []]
-                turns.wait()
-            driver, cursor, _, _ = own.__dict__[_GUARD_RECORD]
-            assert driver is own.connection
-            return own, driver, cursor, read
-        finally:
-            own.close()
-
-    with ThreadPoolExecutor(2) as pool:
-        first, second = pool.map(work, ["a", "b"])
-    assert first[0] is not second[0] and first[0] is not connection_for("default")
-    assert first[1] is not second[1] and first[2] is not second[2]
-    assert first[3] == ["a-0", "a-1", "a-2"] and second[3] == ["b-0", "b-1", "b-2"]
-
-
-def test_under_a_running_event_loop_the_connection_is_djangos_own_lookup() -> None:
-    async def inside_a_loop() -> bool:
-        return connection_for("default") is connections["default"]
-
-    assert connection_for("default") is connections["default"]
-    assert asyncio.run(inside_a_loop())
