@@ -35,7 +35,7 @@ def rows_around(now: datetime) -> dict[str, tuple[str, datetime]]:
     made = {}
     for status in PauseStatus:
         for age_name, expires_at in ages.items():
-            pause = PauseFactory(status=status.value, expires_at=expires_at)
+            pause = PauseFactory.create(status=status.value, expires_at=expires_at)
             made[pause.jti] = (f"{status.value}/{age_name}", expires_at)
     return made
 
