@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import Field
 from django.utils import timezone
 
 from tests.factories import PauseFactory
@@ -26,7 +27,8 @@ pytestmark = pytest.mark.django_db
 
 def column(name: str) -> str:
     field = Pause._meta.get_field(name)
-    return connection.ops.quote_name(field.column)  # type: ignore[union-attr]
+    assert isinstance(field, Field) and field.column
+    return connection.ops.quote_name(field.column)
 
 
 def rows_around(now: datetime) -> dict[str, tuple[str, datetime]]:
