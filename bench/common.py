@@ -111,7 +111,9 @@ def ensure_mysql_database(target: Target) -> None:
         conn.close()
 
 
-def make_target(database: str, prepare_threshold: int | None = None) -> Target:
+def make_target(
+    database: str, prepare_threshold: int | None = None, *, server_side_binding: bool = False
+) -> Target:
     """``sqlite`` (a fresh temporary file) or a ``postgres://`` URL naming the bench's own database."""
     if database == "sqlite":
         tmpdir = tempfile.mkdtemp(prefix="turnstate-bench-")
@@ -130,6 +132,8 @@ def make_target(database: str, prepare_threshold: int | None = None) -> Target:
     options: dict[str, Any] = {}
     if prepare_threshold is not None:
         options["prepare_threshold"] = prepare_threshold
+    if server_side_binding:
+        options["server_side_binding"] = True
     pg_db: dict[str, Any] = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": params["dbname"],

@@ -534,6 +534,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--profile", action="store_true", help="afterwards, cProfile mint and resume")
     parser.add_argument(
+        "--prepared",
+        action="store_true",
+        help="PostgreSQL: Django's OPTIONS server_side_binding=True, prepare_threshold=5 (the README's)",
+    )
+    parser.add_argument(
         "--force", action="store_true", help="empty the tables even if others' rows are there"
     )
     parser.add_argument("--output", type=Path, default=None, help="JSON path (default bench/results/...)")
@@ -561,7 +566,7 @@ def foreign_rows() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    target = make_target(args.database)
+    target = make_target(args.database, 5 if args.prepared else None, server_side_binding=args.prepared)
     if target.vendor == "postgresql":
         ensure_postgres_database(target.conninfo)
     elif target.vendor == "mysql":

@@ -217,6 +217,10 @@ def test_execute_wrappers_see_every_port_statement(model_port: ModelCheckpointCo
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+@pytest.mark.skipif(
+    bool(connection.settings_dict["OPTIONS"].get("pool")),
+    reason="the test reconnects with other OPTIONS; a pool keeps the connections it opened",
+)
 def test_prepared_statements_are_djangos_options(model_port: ModelCheckpointCommandPort) -> None:
     """The port prepares nothing of its own: with Django's OPTIONS for it (psycopg 3's server-side
     binding and a prepare threshold) PostgreSQL prepares the port's statements; without, none."""
