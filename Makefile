@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: test-postgres-pool test-postgres-prepared docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -56,6 +56,22 @@ test-postgres-pool: install
 test-postgres-prepared: install
 	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_prepared \
 		DATABASE_OPTIONS='{"server_side_binding": true, "prepare_threshold": 5}' $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# CI only: the PostgreSQL suite with psycopg2 as the driver (Django takes psycopg 3 when it is
+# importable, so this venv has psycopg2 alone).
+VENV_PSYCOPG2 := .venv-psycopg2
+
+$(VENV_PSYCOPG2)/.installed: pyproject.toml
+	@test -x $(VENV_PSYCOPG2)/bin/python || $(PYTHON) -m venv $(VENV_PSYCOPG2)
+	$(VENV_PSYCOPG2)/bin/python -m pip install -q --upgrade pip
+	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai]' \
+		'django-tasks-db[compat]' 'Django>=5.2,<6' psycopg2-binary
+	$(VENV_PSYCOPG2)/bin/python -m pip uninstall -y -q psycopg psycopg-binary psycopg-pool \
+		opentelemetry-instrumentation-psycopg
+	@touch $@
+
+test-postgres-psycopg2: $(VENV_PSYCOPG2)/.installed | gettext
+	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_psycopg2 $(VENV_PSYCOPG2)/bin/pytest $(PYTEST_ARGS)
 
 mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
@@ -173,4 +189,4 @@ gettext:
 	@command -v msgfmt >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q gettext; }
 
 clean:
-	rm -rf $(VENV) $(VENV6) .pytest_cache .mypy_cache .ruff_cache dist build site
+	rm -rf $(VENV) $(VENV6) $(VENV_PSYCOPG2) .pytest_cache .mypy_cache .ruff_cache dist build site

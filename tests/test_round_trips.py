@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from importlib.util import find_spec
 from typing import Any
 
 import pytest
@@ -21,6 +22,9 @@ from turnstate_app.pauses import resume_pause
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq's protocol trace: PostgreSQL only"),
+    pytest.mark.skipif(
+        find_spec("psycopg") is None, reason="libpq's protocol trace, as psycopg 3 exposes it"
+    ),
 ]
 
 
