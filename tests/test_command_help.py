@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from django.core.management import ManagementUtility, find_commands, get_commands
 
+from tests.demo_runs import this_tree
+
 ROOT = Path(__file__).resolve().parent.parent
 MANAGE = ROOT / "example_project" / "manage.py"
 EXAMPLE_COMMANDS = ROOT / "example_project" / "agents" / "management"
@@ -51,8 +53,7 @@ def test_the_help_is_the_command_s_own_text(capsys: pytest.CaptureFixture[str]) 
 
 @pytest.mark.parametrize("name", OURS + sorted(find_commands(str(EXAMPLE_COMMANDS))))
 def test_the_example_project_s_manage_py_prints_the_help(name: str) -> None:
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))  # this tree's app
+    env = this_tree({key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"})
     result = subprocess.run(
         [sys.executable, str(MANAGE), name, "--help"], env=env, capture_output=True, text=True, timeout=120
     )

@@ -14,6 +14,9 @@ The five primitives follow their docstrings in ``pydantic_ai.conversation_store`
 - ``read_history`` is overridden: one recursive query whatever the length, so ``load``
   costs two queries.
 
+PydanticAI's ``save`` and ``load`` are coroutines: in sync code ``store.save(result)`` saves
+nothing. ``save_sync`` and ``load_sync`` are their forms for sync code.
+
 Every statement runs on the primary (``router.db_for_write``) unless ``using`` names a
 database: a revision read from a lagging replica would turn every save into a conflict.
 """
@@ -21,15 +24,18 @@ database: a revision read from a lagging replica would turn every save into a co
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import IntegrityError, router, transaction
+from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
     ConversationConflict,
     ConversationEntry,
     ConversationRecord,
     ConversationStore,
 )
+from pydantic_ai.run import AgentRunResult
 
 from turnstate_app.contrib.pydantic_ai import history
 from turnstate_app.contrib.pydantic_ai.codec import (
@@ -61,6 +67,25 @@ class DjangoConversationStore(ConversationStore):
     @property
     def alias(self) -> str:
         return self.using or router.db_for_write(StoredConversation)
+
+    # -- PydanticAI's save and load for sync code (views, commands, workers) ---------------
+
+    def save_sync(
+        self, conversation: Conversation | AgentRunResult[Any], *, scope: str | None = None
+    ) -> list[ConversationEntry]:
+        """``save`` for sync code, where ``store.save(result)`` is a coroutine nobody awaits.
+
+        Its statements run on the calling thread's connection, inside the caller's transaction.
+        """
+        saved: list[ConversationEntry] = async_to_sync(self.save)(conversation, scope=scope)
+        return saved
+
+    def load_sync(
+        self, conversation_id: str, *, limit: int | None = None, scope: str | None = None
+    ) -> Conversation | None:
+        """``load`` for sync code."""
+        loaded: Conversation | None = async_to_sync(self.load)(conversation_id, limit=limit, scope=scope)
+        return loaded
 
     # -- the five primitives -------------------------------------------------------------
 
