@@ -37,6 +37,7 @@ from pydantic_ai.conversation_store import (
 )
 from pydantic_ai.run import AgentRunResult
 
+from turnstate_app.contrib._text import refuse_lone_surrogate
 from turnstate_app.contrib.pydantic_ai import history
 from turnstate_app.contrib.pydantic_ai.codec import (
     RECORD_COLUMNS,
@@ -122,6 +123,7 @@ class DjangoConversationStore(ConversationStore):
     # -- their synchronous bodies (for callers already on a worker thread) -----------------
 
     def read_record_sync(self, conversation_id: str) -> ConversationRecord | None:
+        _readable("conversation_id", conversation_id)
         row = (
             StoredConversation.objects.using(self.alias)
             .filter(conversation_id=conversation_id)
@@ -133,6 +135,7 @@ class DjangoConversationStore(ConversationStore):
     def read_records_sync(
         self, *, scope: str | None = None, limit: int | None = None
     ) -> list[ConversationRecord]:
+        _readable("scope", scope)
         rows = StoredConversation.objects.using(self.alias).order_by("-updated_at", "-pk")
         if scope is not None:
             rows = rows.filter(scope=scope)
@@ -142,6 +145,7 @@ class DjangoConversationStore(ConversationStore):
         return [record_from(row) for row in found]
 
     def read_entry_sync(self, entry_id: str) -> ConversationEntry:
+        _readable("entry id", entry_id)
         row = (
             StoredEntry.objects.using(self.alias)
             .filter(entry_id=entry_id)
@@ -201,6 +205,8 @@ class DjangoConversationStore(ConversationStore):
                     raise ConversationConflict(conversation_id) from None
 
     def delete_record_sync(self, conversation_id: str, *, expected_revision: str) -> None:
+        _readable("conversation_id", conversation_id)
+        _readable("expected_revision", expected_revision)
         alias = self.alias
         with transaction.atomic(using=alias):
             own = StoredEntry.objects.using(alias).filter(conversation_id=conversation_id)
@@ -222,6 +228,12 @@ class DjangoConversationStore(ConversationStore):
                 raise ConversationConflict(conversation_id)
             if not _reached_from_elsewhere(alias, conversation_id):
                 own.delete()
+
+
+def _readable(field: str, value: object) -> None:
+    """A key a read looks up may be anything, but a lone surrogate cannot reach the driver."""
+    if isinstance(value, str):
+        refuse_lone_surrogate(field, value)
 
 
 def _reached_from_elsewhere(alias: str, conversation_id: str) -> bool:
