@@ -28,5 +28,10 @@ def run_demo(script: str, database_url: str, *, timeout: float) -> subprocess.Co
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"},
+        env=this_tree({key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}),
     )
+
+
+def this_tree(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this checkout first on the path: the demo runs this tree's app, not an installed one."""
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}

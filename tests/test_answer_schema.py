@@ -8,8 +8,9 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from drf_spectacular.generators import SchemaGenerator
 
-from tests.api_support import client_for
+from tests.api_support import PAUSES, client_for, pause_url
 from tests.pause_helpers import mint, mint_fields
 from tests.test_pauses import RESUME_STATEMENTS, data_statements
 from turnstate_app.errors import AnswerValidationError, CheckpointFieldError, PauseAlreadyAnsweredError
@@ -128,3 +129,93 @@ def test_references_within_the_schema_are_followed() -> None:
     with pytest.raises(AnswerValidationError, match=r"\$\.seats: 0 is less than the minimum of 1"):
         resume_pause(minted.token, {"seats": 0})
     assert resume_pause(minted.token, {"seats": 2}).answer == {"seats": 2}
+
+
+# -- what a client sees: the schema on GET pauses/<jti>/, errors that name what was expected ------
+
+APPROVAL: dict[str, Any] = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {"approved": {"const": True}, "note": {"type": "string"}},
+            "required": ["approved"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"approved": {"const": False}, "message": {"type": "string"}},
+            "required": ["approved"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+def test_the_detail_carries_the_answer_schema_and_null_without_one(users: dict[str, Any]) -> None:
+    with_schema = mint(owner=users["owner"], answer_schema=APPROVAL)
+    without = mint(owner=users["owner"])
+    client = client_for(users["owner"])
+    assert client.get(pause_url(with_schema.claims.jti)).json()["answer_schema"] == APPROVAL
+    assert client.get(pause_url(without.claims.jti)).json()["answer_schema"] is None
+    listed = {row["jti"]: row["answer_schema"] for row in client.get(PAUSES).json()["results"]}
+    assert listed == {with_schema.claims.jti: APPROVAL, without.claims.jti: None}
+
+
+def test_the_openapi_schema_describes_answer_schema() -> None:
+    generated = SchemaGenerator().get_schema(request=None, public=True)
+    field = generated["components"]["schemas"]["TurnstatePause"]["properties"]["answer_schema"]
+    assert field["type"] == "object" and field["nullable"] is True and field["readOnly"] is True
+    assert "JSON Schema" in field["description"]
+
+
+def test_an_answer_matching_no_alternative_is_told_what_each_expects() -> None:
+    minted = mint(answer_schema=APPROVAL)
+    with pytest.raises(AnswerValidationError) as refused:
+        resume_pause(minted.token, "yes")
+    [message] = refused.value.messages
+    assert message.startswith("$: 'yes' is not valid under any of the given schemas; expected one of: ")
+    assert '(1) an object with "approved": true' in message
+    assert '(2) an object with "approved": false' in message
+    assert "$: 'yes' is not of type 'object'" in message
+    with pytest.raises(AnswerValidationError) as refused:
+        resume_pause(minted.token, {"approved": "yes"})
+    [message] = refused.value.messages
+    assert "$.approved: True was expected" in message and "$.approved: False was expected" in message
+    assert Pause.objects.get(jti=minted.claims.jti).status == PauseStatus.PENDING
+
+
+def test_any_of_deep_in_an_answer_names_its_alternatives_by_title_or_shape() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "decision": {
+                "anyOf": [
+                    {
+                        "title": "Approve",
+                        "type": "object",
+                        "properties": {"type": {"const": "approve"}},
+                        "required": ["type"],
+                    },
+                    {"type": "object", "properties": {"type": {"enum": ["reject", "skip"]}}},
+                    {"type": ["integer", "null"]},
+                ]
+            }
+        },
+    }
+    with pytest.raises(AnswerValidationError) as refused:
+        resume_pause(mint(answer_schema=schema).token, {"decision": "maybe"})
+    [message] = refused.value.messages
+    assert message.startswith("$.decision: 'maybe' is not valid under any of the given schemas; ")
+    assert "(1) Approve" in message
+    assert '(2) an object with "type" one of ["reject", "skip"]' in message
+    assert "(3) an integer or null ($.decision: 'maybe' is not of type 'integer', 'null')" in message
+
+
+def test_rest_400_names_what_was_expected(users: dict[str, Any]) -> None:
+    minted = mint(owner=users["owner"], answer_schema=APPROVAL)
+    response = client_for(users["owner"]).post(
+        RESUME, {"token": minted.token, "answer": "yes"}, format="json"
+    )
+    assert response.status_code == 400
+    [message] = response.json()["answer"]
+    assert 'expected one of: (1) an object with "approved": true' in message

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from example_project.demo_support import Demo, DemoFailedError, free_port
-from tests.demo_runs import only_on_sqlite
+from tests.demo_runs import only_on_sqlite, this_tree
 
 pytestmark = only_on_sqlite
 
@@ -22,6 +22,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     database = tmp_path_factory.mktemp("demo-commands") / "demo.sqlite3"
     demo = Demo(f"sqlite:///{database}", free_port())
     demo.env.pop("DJANGO_SETTINGS_MODULE", None)  # the example project's own settings
+    demo.env = this_tree(demo.env)
     demo.manage("prepare the database", "migrate", "--no-input")
     return demo
 

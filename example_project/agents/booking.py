@@ -13,7 +13,7 @@ import os
 import uuid
 from typing import Any
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import sync_to_async
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.exceptions import CallDeferred
@@ -85,7 +85,7 @@ def start_trip(owner: Any) -> tuple[str, list[MintedPause]]:
     agent = trip_agent()
     store = DjangoConversationStore()
     result = agent.run_sync(PROMPT, deps=run_id, conversation=Conversation(conversation_id=conversation_id))
-    async_to_sync(store.save)(result)
+    store.save_sync(result)
     pauses = pause_deferred(result, store=store, run_id=run_id, session_id="demo", owner=owner, agent=agent)
     AgentRun.objects.create(
         run_id=run_id, thread_id=conversation_id, transcript=transcript(result.conversation)

@@ -14,7 +14,6 @@ from turnstate_app.ports import get_default_store
 
 def continue_booking_now(jti: str) -> dict[str, Any]:
     """Continue the trip the pause belongs to, if its group is complete and nobody did yet."""
-    from asgiref.sync import async_to_sync
 
     from agents.booking import transcript, trip_agent
     from turnstate_app.contrib.pydantic_ai import DjangoConversationStore, continue_agent
@@ -24,7 +23,7 @@ def continue_booking_now(jti: str) -> dict[str, Any]:
     # The agent's dependency is the run id, so a booking names its run.
     outcome = continue_agent(trip_agent(), resumed, store=store, deps=resumed.claims.run_id)
     if outcome.ran:
-        conversation = async_to_sync(store.load)(resumed.claims.thread_id)
+        conversation = store.load_sync(resumed.claims.thread_id)
         AgentRun.objects.filter(run_id=resumed.claims.run_id).update(
             status="continued",
             continued_by_pid=os.getpid(),

@@ -46,6 +46,22 @@ class RequestField(serializers.Field):  # type: ignore[type-arg]
 
 
 @extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {},
+        "description": _(
+            "The JSON Schema an answer must meet (checked before the token is spent), as given to "
+            "mint_pause; null when any answer is accepted."
+        ),
+        "nullable": True,
+        "readOnly": True,
+    }
+)
+class AnswerSchemaField(serializers.ReadOnlyField):
+    """The pause's ``answer_schema``: a client renders its form from it, not from a 400."""
+
+
+@extend_schema_field(
     {"type": "string", "enum": list(GROUP_STATES), "nullable": True, "readOnly": True},
     component_name="TurnstateGroupState",
 )
@@ -58,6 +74,7 @@ class GroupStateField(serializers.ReadOnlyField):
 class PauseSerializer(serializers.ModelSerializer[Pause]):
     status = EffectiveStatusField(help_text=_("pending, answered or expired (a pending pause past its age)."))
     request = RequestField()
+    answer_schema = AnswerSchemaField()
     group_state = GroupStateField(
         help_text="pending, complete, continued, stalled or failed; null for a pause without a group."
     )
@@ -68,6 +85,7 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
             *CLAIM_FIELDS,
             "request_key",
             "request",
+            "answer_schema",
             "resumable",
             "status",
             "owner",

@@ -96,6 +96,7 @@ class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateVi
         summary=_("One pause with its question (no transcript)"),
         description=_(
             "`request` is the question the pause asks, as stored at mint; never the transcript. "
+            "`answer_schema` is the JSON Schema an answer must meet (null: any answer). "
             "Another user's pause is a 404, so its existence does not leak."
         ),
         responses={200: PauseSerializer, **schema.DETAIL_ERRORS},

@@ -20,6 +20,7 @@ from jsonschema import exceptions as schema_errors
 from jsonschema.validators import validator_for
 
 from turnstate_app.errors import AnswerValidationError, CheckpointFieldError
+from turnstate_app.pauses.alternatives import location, with_alternatives
 
 MAX_MESSAGES = 50
 """At most this many violations are reported: enough to fix an answer, bounded for a hostile one."""
@@ -38,7 +39,7 @@ def check_schema(schema: Any) -> dict[str, Any] | None:
         validator_class.check_schema(schema)
     except schema_errors.SchemaError as exc:
         raise CheckpointFieldError(
-            "answer_schema", f"is not a valid JSON Schema: {exc.message} (at {_path(exc.absolute_path)})"
+            "answer_schema", f"is not a valid JSON Schema: {exc.message} (at {location(exc.absolute_path)})"
         ) from None
     except schema_errors.UnknownType as exc:  # pragma: no cover - raised by odd metaschemas only
         raise CheckpointFieldError("answer_schema", f"is not a valid JSON Schema: {exc}") from None
@@ -101,13 +102,8 @@ def validate_answer(schema: dict[str, Any] | None, answer: Any) -> None:
     errors = sorted(validator.iter_errors(answer), key=lambda error: list(map(str, error.absolute_path)))
     if errors:
         raise AnswerValidationError(
-            [f"{_path(error.absolute_path)}: {error.message}" for error in errors[:MAX_MESSAGES]]
+            [
+                f"{location(error.absolute_path)}: {with_alternatives(error)}"
+                for error in errors[:MAX_MESSAGES]
+            ]
         )
-
-
-def _path(parts: Any) -> str:
-    """A JSONPath-like location: ``$`` is the answer, ``$.items[2].name`` a field within it."""
-    text = "$"
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text

@@ -11,6 +11,7 @@ import hashlib
 from functools import lru_cache
 from typing import Any
 
+from turnstate_app.contrib._text import refuse_lone_surrogate
 from turnstate_app.errors import CheckpointFieldError
 
 THREAD_ID_MAX_LENGTH = 255
@@ -29,7 +30,8 @@ ROOT_NS_HASH = ns_hash("")
 
 
 def check_text(field: str, value: Any, *, max_length: int | None, allow_empty: bool = False) -> str:
-    """``value`` is a str without NUL (PostgreSQL cannot store one) within ``max_length``."""
+    """``value`` is a str without NUL (PostgreSQL cannot store one) or a lone surrogate (no
+    database can) within ``max_length``."""
     if not isinstance(value, str):
         raise CheckpointFieldError(field, f"must be a str, not {type(value).__name__}")
     if not value and not allow_empty:
@@ -38,6 +40,7 @@ def check_text(field: str, value: Any, *, max_length: int | None, allow_empty: b
         raise CheckpointFieldError(field, f"is {len(value)} characters long; the limit is {max_length}")
     if "\x00" in value:
         raise CheckpointFieldError(field, "must not contain NUL characters")
+    refuse_lone_surrogate(field, value)
     return value
 
 

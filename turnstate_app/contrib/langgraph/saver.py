@@ -35,6 +35,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from turnstate_app.contrib._text import refuse_lone_surrogate, refuse_lone_surrogates_in
 from turnstate_app.contrib.langgraph import maintenance, statements
 from turnstate_app.contrib.langgraph.connections import borrowed
 from turnstate_app.contrib.langgraph.execution import fetch, run_writes
@@ -133,6 +134,8 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         ns = namespace_of(conf.get("checkpoint_ns", ""))
         ns_key = ns_hash(ns)
         checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id:
+            refuse_lone_surrogate("checkpoint_id", checkpoint_id)
         alias = self.using or router.db_for_read(_checkpoint_model or _model())
         if checkpoint_id:
             sql = statements.get_checkpoint(alias, True)
@@ -214,6 +217,8 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         ns_key = ns_hash(namespace_of(conf["checkpoint_ns"])) if "checkpoint_ns" in conf else None
         checkpoint_id = get_checkpoint_id(config) if config is not None else None
         before_id = get_checkpoint_id(before) if before is not None else None
+        for field, looked_up in (("checkpoint_id", checkpoint_id), ("before", before_id), ("filter", filter)):
+            refuse_lone_surrogates_in(field, looked_up)
         results: builtins.list[CheckpointTuple] = []
         with borrowed(alias, keep=keep) as connection:
             writes: dict[tuple[str, str, str], builtins.list[Any]] = {}
@@ -326,6 +331,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         run_id = stored_metadata.get("run_id")
         if run_id is not None:
             run_id = check_text("metadata run_id", str(run_id), max_length=NAME_MAX_LENGTH)
+        refuse_lone_surrogates_in("metadata", stored_metadata)
         alias = self.using or router.db_for_write(_checkpoint_model or _model())
         with borrowed(alias, keep=keep) as connection:
             checkpoint_params = [
@@ -393,7 +399,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         self._maintain(maintenance.delete_threads, [thread_id_of(thread_id)], keep=False)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._maintain(maintenance.delete_for_runs, [str(r) for r in run_ids], self.serde, keep=False)
+        self._maintain(maintenance.delete_for_runs, _run_ids(run_ids), self.serde, keep=False)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source, target = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
@@ -458,7 +464,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         await self._amaintain(maintenance.delete_threads, [thread_id_of(thread_id)])
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._amaintain(maintenance.delete_for_runs, [str(r) for r in run_ids], self.serde)
+        await self._amaintain(maintenance.delete_for_runs, _run_ids(run_ids), self.serde)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source, target = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
@@ -469,3 +475,10 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
 
     async def _amaintain(self, operation: Callable[..., object], *args: Any) -> None:
         await _hop(self._maintain, operation, *args, keep=True)
+
+
+def _run_ids(run_ids: Sequence[Any]) -> builtins.list[str]:
+    """Run ids as stored in the metadata (their ``str``), none holding a lone surrogate."""
+    ids = [str(run_id) for run_id in run_ids]
+    refuse_lone_surrogates_in("run_ids", ids)
+    return ids

@@ -2,6 +2,9 @@
 
 Messages go through ``ModelMessagesTypeAdapter`` (one message per row, as a one-element
 list), so bytes, timestamps and every part type read back as the adapter wrote them.
+
+A lone surrogate cannot be UTF-8: pydantic refuses one in a value and silently replaces one in
+a dict key (a tool call's arguments). Either is a ``CheckpointFieldError`` naming the field.
 """
 
 from __future__ import annotations
@@ -14,13 +17,28 @@ from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RunUsage
+from pydantic_core import PydanticSerializationError
 
+from turnstate_app.contrib._text import refuse_lone_surrogates_in
 from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
 
 FORMAT_VERSION: Literal[1] = 1
 
 _usage = TypeAdapter(RunUsage)
 _requests = TypeAdapter(DeferredToolRequests)
+REPLACEMENT = "\ufffd".encode()
+
+
+def json_of(field: str, adapter: TypeAdapter[Any], value: Any) -> str:
+    """``adapter``'s JSON of ``value``; a lone surrogate anywhere in it is refused, naming ``field``."""
+    try:
+        data = adapter.dump_json(value)
+    except PydanticSerializationError:
+        refuse_lone_surrogates_in(field, adapter.dump_python(value))
+        raise
+    if REPLACEMENT in data:  # rare: only then look for a key pydantic replaced
+        refuse_lone_surrogates_in(field, adapter.dump_python(value))
+    return data.decode()
 
 
 def record_values(record: ConversationRecord) -> dict[str, Any]:
@@ -29,10 +47,10 @@ def record_values(record: ConversationRecord) -> dict[str, Any]:
         "scope": record.scope,
         "head_id": record.head_id,
         "revision": record.revision,
-        "usage": _usage.dump_json(record.usage).decode(),
+        "usage": json_of("usage", _usage, record.usage),
         "deferred_tool_requests": None
         if record.deferred_tool_requests is None
-        else _requests.dump_json(record.deferred_tool_requests).decode(),
+        else json_of("deferred_tool_requests", _requests, record.deferred_tool_requests),
         "branches": json.dumps(list(record.branches)),
         "forked_from": record.forked_from,
         "forked_at": record.forked_at,
@@ -75,7 +93,7 @@ def record_from(row: tuple[Any, ...]) -> ConversationRecord:
 
 
 def message_json(message: ModelMessage) -> str:
-    return ModelMessagesTypeAdapter.dump_json([message]).decode()
+    return json_of("message", ModelMessagesTypeAdapter, [message])
 
 
 def entry_from(entry_id: str, parent_id: str | None, kind: str, message: str) -> ConversationEntry:

@@ -15,5 +15,7 @@ class UnreadableConversationError(PayloadBindingError):
 class ConversationNotSavedError(TurnStateError, ValueError):
     """``pause_deferred`` was given a run whose conversation is not saved in the store at its revision.
 
-    A pause continues a stored revision; without one there is nothing to continue from.
+    A pause continues a stored revision; without one there is nothing to continue from. The
+    message says which: never saved (often a ``store.save(result)`` in sync code that nobody
+    awaited: use ``store.save_sync(result)``), not saved after this run, or saved again since.
     """

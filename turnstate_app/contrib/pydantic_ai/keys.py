@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from turnstate_app.contrib._text import refuse_lone_surrogate
 from turnstate_app.errors import CheckpointFieldError
 
 CONVERSATION_ID_MAX_LENGTH = 255  # also the core's thread_id: a conversation is a pause's thread
@@ -18,7 +19,8 @@ KIND_MAX_LENGTH = 32
 
 
 def check_text(field: str, value: Any, *, max_length: int, optional: bool = False) -> str | None:
-    """``value`` is a non-empty str without NUL within ``max_length`` (or None when ``optional``)."""
+    """``value`` is a non-empty str without NUL or a lone surrogate within ``max_length`` (or None
+    when ``optional``)."""
     if value is None and optional:
         return None
     if not isinstance(value, str):
@@ -29,4 +31,5 @@ def check_text(field: str, value: Any, *, max_length: int, optional: bool = Fals
         raise CheckpointFieldError(field, f"is {len(value)} characters long; the limit is {max_length}")
     if "\x00" in value:
         raise CheckpointFieldError(field, "must not contain NUL characters")
+    refuse_lone_surrogate(field, value)
     return value

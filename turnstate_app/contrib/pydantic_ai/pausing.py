@@ -28,6 +28,7 @@ from pydantic_ai.tools import DeferredToolRequests
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.contrib.pydantic_ai.deferred import DeferredCall, deferred_calls, tool_schemas
 from turnstate_app.contrib.pydantic_ai.errors import ConversationNotSavedError
+from turnstate_app.contrib.pydantic_ai.saved import unsaved_reason
 from turnstate_app.pauses import MintedPause, amint_pause, mint_pause
 
 GROUP_PREFIX = "pydantic-ai:"
@@ -45,8 +46,9 @@ def pause_deferred(
 ) -> list[MintedPause]:
     """One pause per deferred tool call of ``result``, all in one group, in mint order.
 
-    ``result``'s conversation must be saved in ``store`` (``store.save(result)``) and not
-    saved again since: the pauses continue that revision. ``owners`` maps a tool call id
+    ``result``'s conversation must be saved in ``store`` (``store.save_sync(result)``; in
+    async code ``await store.save(result)``) and not saved again since: the pauses continue
+    that revision. ``owners`` maps a tool call id
     to the owner of its pause (``owner`` for the others). Pass ``agent`` to store each
     tool's parameter schema with its pause, so override arguments are checked on answer.
     """
@@ -102,11 +104,10 @@ def mint_fields(
     """``mint_pause`` keyword arguments for each call (without run and session ids)."""
     conversation_id = conversation.conversation_id
     revision = conversation.revision
-    if record is None or revision is None or record.revision != revision:
-        raise ConversationNotSavedError(
-            f"conversation {conversation_id!r} is not saved in this store at the run's revision "
-            f"({revision!r}); call store.save(result) before pausing, and do not save it again in between"
-        )
+    reason = unsaved_reason(conversation_id, revision, record, requests)
+    if reason is not None:
+        raise ConversationNotSavedError(reason)
+    assert record is not None and revision is not None  # what unsaved_reason checked
     calls = deferred_calls(requests, schemas)
     unknown = set(owners or {}) - {call.tool_call_id for call in calls}
     if unknown:

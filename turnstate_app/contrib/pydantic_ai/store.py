@@ -14,6 +14,9 @@ The five primitives follow their docstrings in ``pydantic_ai.conversation_store`
 - ``read_history`` is overridden: one recursive query whatever the length, so ``load``
   costs two queries.
 
+PydanticAI's ``save`` and ``load`` are coroutines: in sync code ``store.save(result)`` saves
+nothing. ``save_sync`` and ``load_sync`` are their forms for sync code.
+
 Every statement runs on the primary (``router.db_for_write``) unless ``using`` names a
 database: a revision read from a lagging replica would turn every save into a conflict.
 """
@@ -21,16 +24,20 @@ database: a revision read from a lagging replica would turn every save into a co
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import IntegrityError, router, transaction
+from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
     ConversationConflict,
     ConversationEntry,
     ConversationRecord,
     ConversationStore,
 )
+from pydantic_ai.run import AgentRunResult
 
+from turnstate_app.contrib._text import refuse_lone_surrogate
 from turnstate_app.contrib.pydantic_ai import history
 from turnstate_app.contrib.pydantic_ai.codec import (
     RECORD_COLUMNS,
@@ -61,6 +68,25 @@ class DjangoConversationStore(ConversationStore):
     @property
     def alias(self) -> str:
         return self.using or router.db_for_write(StoredConversation)
+
+    # -- PydanticAI's save and load for sync code (views, commands, workers) ---------------
+
+    def save_sync(
+        self, conversation: Conversation | AgentRunResult[Any], *, scope: str | None = None
+    ) -> list[ConversationEntry]:
+        """``save`` for sync code, where ``store.save(result)`` is a coroutine nobody awaits.
+
+        Its statements run on the calling thread's connection, inside the caller's transaction.
+        """
+        saved: list[ConversationEntry] = async_to_sync(self.save)(conversation, scope=scope)
+        return saved
+
+    def load_sync(
+        self, conversation_id: str, *, limit: int | None = None, scope: str | None = None
+    ) -> Conversation | None:
+        """``load`` for sync code."""
+        loaded: Conversation | None = async_to_sync(self.load)(conversation_id, limit=limit, scope=scope)
+        return loaded
 
     # -- the five primitives -------------------------------------------------------------
 
@@ -97,6 +123,7 @@ class DjangoConversationStore(ConversationStore):
     # -- their synchronous bodies (for callers already on a worker thread) -----------------
 
     def read_record_sync(self, conversation_id: str) -> ConversationRecord | None:
+        _readable("conversation_id", conversation_id)
         row = (
             StoredConversation.objects.using(self.alias)
             .filter(conversation_id=conversation_id)
@@ -108,6 +135,7 @@ class DjangoConversationStore(ConversationStore):
     def read_records_sync(
         self, *, scope: str | None = None, limit: int | None = None
     ) -> list[ConversationRecord]:
+        _readable("scope", scope)
         rows = StoredConversation.objects.using(self.alias).order_by("-updated_at", "-pk")
         if scope is not None:
             rows = rows.filter(scope=scope)
@@ -117,6 +145,7 @@ class DjangoConversationStore(ConversationStore):
         return [record_from(row) for row in found]
 
     def read_entry_sync(self, entry_id: str) -> ConversationEntry:
+        _readable("entry id", entry_id)
         row = (
             StoredEntry.objects.using(self.alias)
             .filter(entry_id=entry_id)
@@ -176,6 +205,8 @@ class DjangoConversationStore(ConversationStore):
                     raise ConversationConflict(conversation_id) from None
 
     def delete_record_sync(self, conversation_id: str, *, expected_revision: str) -> None:
+        _readable("conversation_id", conversation_id)
+        _readable("expected_revision", expected_revision)
         alias = self.alias
         with transaction.atomic(using=alias):
             own = StoredEntry.objects.using(alias).filter(conversation_id=conversation_id)
@@ -197,6 +228,12 @@ class DjangoConversationStore(ConversationStore):
                 raise ConversationConflict(conversation_id)
             if not _reached_from_elsewhere(alias, conversation_id):
                 own.delete()
+
+
+def _readable(field: str, value: object) -> None:
+    """A key a read looks up may be anything, but a lone surrogate cannot reach the driver."""
+    if isinstance(value, str):
+        refuse_lone_surrogate(field, value)
 
 
 def _reached_from_elsewhere(alias: str, conversation_id: str) -> bool:

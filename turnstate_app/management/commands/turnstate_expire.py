@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.expiry import ExpiryBatch, ExpiryResult, expire_overdue
+from turnstate_app.management.base import TurnstateCommand
 from turnstate_app.management.commands.turnstate_purge import batch_size
 from turnstate_app.retention import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
 
 
-class Command(BaseCommand):
+class Command(TurnstateCommand):
     help = cast(
         str,
         _(

@@ -6,11 +6,12 @@ import argparse
 from datetime import timedelta
 from typing import Any, cast
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from turnstate_app.management.base import TurnstateCommand
 from turnstate_app.models import Pause
 from turnstate_app.retention import (
     DEFAULT_BATCH_SIZE,
@@ -41,7 +42,7 @@ def batch_size(text: str) -> int:
     return value
 
 
-class Command(BaseCommand):
+class Command(TurnstateCommand):
     help = cast(
         str,
         _(

@@ -7,12 +7,13 @@ import argparse
 from datetime import timedelta
 from typing import Any, cast
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.conf import conf
+from turnstate_app.management.base import TurnstateCommand
 from turnstate_app.models import Pause
 from turnstate_app.pauses import Redelivery, redeliver
 
@@ -28,7 +29,7 @@ def non_negative_seconds(text: str) -> int:
     return value
 
 
-class Command(BaseCommand):
+class Command(TurnstateCommand):
     help = cast(str, _("Call RESUME_HANDLER again for answered pauses it never accepted (at-least-once)."))
 
     def add_arguments(self, parser: CommandParser) -> None:

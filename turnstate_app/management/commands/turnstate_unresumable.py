@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from turnstate_app.management.base import TurnstateCommand
 from turnstate_app.models import UNRESUMABLE_NO_LEDGER, UNRESUMABLE_NO_TURN_STATE, UnresumablePause
 
 FIELDS = ("thread_id", "checkpoint_id", "key", "jti", "created_at", "has_ledger", "reason")
@@ -25,7 +26,7 @@ def age(seconds: int) -> str:
     return f"{seconds}s"
 
 
-class Command(BaseCommand):
+class Command(TurnstateCommand):
     help = cast(
         str, _("List pending pauses whose request is recorded but whose run this store cannot continue.")
     )

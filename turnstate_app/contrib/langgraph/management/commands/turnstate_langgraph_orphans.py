@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.utils import timezone
 
 from turnstate_app.contrib.langgraph.operators import STRANDED, UNPAUSED, as_rows, orphans
+from turnstate_app.management.base import TurnstateCommand
 from turnstate_app.management.commands.turnstate_unresumable import age
 
 HEADER = ("AGE", "KIND", "THREAD", "CHECKPOINT", "INTERRUPT", "JTI")
 SHORT = {"unpaused_interrupt": "no pause", "stranded_pause": "interrupt gone"}
 
 
-class Command(BaseCommand):
+class Command(TurnstateCommand):
     help = (
         "List LangGraph interrupts pending at a thread's head that no pause asks for, and pending "
         "pauses whose interrupt is no longer pending."
