@@ -1,4 +1,4 @@
-"""The store's own error: a stored row that cannot be read back."""
+"""The contrib's own errors: a row that cannot be read back, a run not saved, an agent without a name."""
 
 from __future__ import annotations
 
@@ -16,4 +16,12 @@ class ConversationNotSavedError(TurnStateError, ValueError):
     """``pause_deferred`` was given a run whose conversation is not saved in the store at its revision.
 
     A pause continues a stored revision; without one there is nothing to continue from.
+    """
+
+
+class UnnamedAgentError(TurnStateError, ValueError):
+    """``pause_deferred`` was given an agent without a name.
+
+    With ``agent=`` a pause records the agent's name, so that only that agent continues it;
+    an agent without one could not be told apart from any other.
     """
