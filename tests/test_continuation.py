@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from tests.pause_helpers import amint, mint, mint_fields
 from tests.test_pauses import data_statements
-from turnstate_app.models import Pause
+from turnstate_app.keys import continuation_key
+from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import (
     Continuation,
     ContinuationRefused,
@@ -175,3 +176,29 @@ def test_any_port_claims_the_continuation(memory_port: Any) -> None:
     assert continue_once(resumed, lambda continuation: "twice", store=store).reason == (
         "continuation claimed elsewhere"
     )
+
+
+def test_a_pause_for_another_agent_is_refused_before_anything_is_claimed() -> None:
+    minted = mint(agent="trip")
+    resumed = resume_pause(minted.token, "yes")
+    runs: list[str] = []
+
+    def run(continuation: Continuation) -> str:
+        runs.append(continuation.resumed.claims.jti)
+        return "done"
+
+    refused = continue_once(resumed, run, agent="billing")
+
+    assert refused.ran is False and refused.reason is not None
+    assert "'trip'" in refused.reason and "'billing'" in refused.reason
+    assert runs == []
+    assert not CheckpointMetadata.objects.filter(key=continuation_key(minted.claims.jti)).exists()
+    pause = Pause.objects.get(jti=minted.claims.jti)
+    assert pause.agent == "trip" and pause.continuation_failure is None
+    assert continue_once(resumed, run, agent="trip") == ContinueResult(ran=True, output="done")
+
+
+def test_a_pause_that_recorded_no_agent_is_continued_by_any() -> None:
+    resumed = resume_pause(mint().token, "yes")
+    assert Pause.objects.get(jti=resumed.claims.jti).agent is None
+    assert continue_once(resumed, lambda continuation: "done", agent="billing").ran

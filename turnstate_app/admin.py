@@ -311,7 +311,16 @@ class PauseAdmin(ReadOnlyAdmin):
         (_("times"), {"fields": ("created_at", "answered_at", "expires_at", "handed_off_at")}),
         (
             _("continuation"),
-            {"fields": ("group", "group_state", "continued_at", "continuation_failure", "pretty_schema")},
+            {
+                "fields": (
+                    "agent",
+                    "group",
+                    "group_state",
+                    "continued_at",
+                    "continuation_failure",
+                    "pretty_schema",
+                )
+            },
         ),
     )
 

@@ -178,6 +178,16 @@ class Pause(models.Model):
         blank=True,
         help_text=_("When the run continued from this pause (its group) returned; empty: not (yet)."),
     )
+    agent = models.CharField(
+        _("agent"),
+        max_length=ID_MAX_LENGTH,
+        null=True,
+        blank=True,
+        help_text=_(
+            "The name of the graph or agent that paused; only it may continue the run. "
+            "Empty: none recorded, any may."
+        ),
+    )
     continuation_failure = models.TextField(
         _("continuation failure"),
         null=True,

@@ -59,7 +59,7 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 def trip_agent() -> Agent[str, str | DeferredToolRequests]:
     """The agent; its dependency is the run id, so a booking names its run."""
     agent: Agent[str, str | DeferredToolRequests] = Agent(
-        FunctionModel(_respond), deps_type=str, output_type=[str, DeferredToolRequests]
+        FunctionModel(_respond), deps_type=str, output_type=[str, DeferredToolRequests], name="booking"
     )
 
     @agent.tool_plain

@@ -4,7 +4,8 @@
 processes may deliver the same answer, or the last two answers of a group, at once. A
 continuation that ran twice would run the approved tool twice or fork the thread. So:
 
-1. a group still waiting for an answer continues nothing (nothing is claimed);
+1. a group still waiting for an answer, or a pause that recorded another graph or agent
+   (``agent``), continues nothing (nothing is claimed: the right one can still continue it);
 2. the continuation is claimed once, across processes, with the port's insert-if-absent
    (``continuation:<jti>`` of the group's lead); every other caller gets ``ran=False``;
 3. the run takes its thread's turn (:mod:`turnstate_app.pauses.thread_turns`);
@@ -48,6 +49,9 @@ REASON_ALREADY_CONTINUED = "already continued"
 REASON_CLAIMED_ELSEWHERE = "continuation claimed elsewhere"
 REASON_FAILED_BEFORE = "continuation failed before"
 
+UNCHECKED: Any = object()
+"""``agent`` not given: the caller does not say which graph or agent it runs, nothing is checked."""
+
 
 @dataclass(frozen=True)
 class ContinueResult:
@@ -72,17 +76,20 @@ class Continuation:
     minted: list[MintedPause] = field(default_factory=list)
     owner: Any = None
     """The continued pause's owner (None: unowned), carried onto every pause minted next."""
+    agent: str | None = None
+    """The graph or agent the continued pause recorded (None: none), carried onto every pause minted next."""
     store: TurnCheckpointStore | None = field(default=None, repr=False)
 
     def mint_next(self, **kwargs: Any) -> MintedPause:
-        """``mint_pause`` for the run's next stop, with ``owner``, ``session_id``, ``run_id`` (and
-        ``thread_id``) of the continued pause unless given; never unowned when it was owned."""
+        """``mint_pause`` for the run's next stop, with ``owner``, ``agent``, ``session_id``, ``run_id``
+        (and ``thread_id``) of the continued pause unless given; never unowned when it was owned."""
         claims = self.resumed.claims
         if self.owner is not None and "owner" in kwargs and kwargs["owner"] is None:
             raise ValueError(
                 f"pause {claims.jti!r} has an owner; a pause its continuation mints must have one too"
             )
         kwargs.setdefault("owner", self.owner)
+        kwargs.setdefault("agent", self.agent)
         kwargs.setdefault("session_id", claims.session_id)
         kwargs.setdefault("run_id", claims.run_id)
         kwargs.setdefault("thread_id", claims.thread_id)
@@ -109,10 +116,19 @@ class Claimed:
 
 
 def continue_once(
-    resumed: ResumedPause, run: Callable[[Continuation], Any], *, store: TurnCheckpointStore | None = None
+    resumed: ResumedPause,
+    run: Callable[[Continuation], Any],
+    *,
+    store: TurnCheckpointStore | None = None,
+    agent: str | None = UNCHECKED,
 ) -> ContinueResult:
-    """Run ``run`` for ``resumed``'s run at most once across all processes (see the module)."""
-    claimed = claim(resumed, store)
+    """Run ``run`` for ``resumed``'s run at most once across all processes (see the module).
+
+    ``agent``: the name of the graph or agent ``run`` continues with (None: it has none). A
+    pause that recorded another is refused before anything is claimed; left out, nothing is
+    checked.
+    """
+    claimed = claim(resumed, store, agent)
     if isinstance(claimed, ContinueResult):
         return claimed
     try:
@@ -136,9 +152,10 @@ async def acontinue_once(
     run: Callable[[Continuation], Any | Awaitable[Any]],
     *,
     store: TurnCheckpointStore | None = None,
+    agent: str | None = UNCHECKED,
 ) -> ContinueResult:
     """:func:`continue_once` for async code; ``run`` may be a plain function or ``async def``."""
-    claimed = await sync_to_async(claim, thread_sensitive=True)(resumed, store)
+    claimed = await sync_to_async(claim, thread_sensitive=True)(resumed, store, agent)
     if isinstance(claimed, ContinueResult):
         return claimed
     try:
@@ -159,8 +176,11 @@ async def acontinue_once(
         await sync_to_async(turn.release, thread_sensitive=True)()
 
 
-def claim(resumed: ResumedPause, store: TurnCheckpointStore | None) -> Claimed | ContinueResult:
-    """Steps 1 and 2: the group complete, every answer read, then the one claim; or why not."""
+def claim(
+    resumed: ResumedPause, store: TurnCheckpointStore | None, agent: str | None = UNCHECKED
+) -> Claimed | ContinueResult:
+    """Steps 1 and 2: the right graph or agent, the group complete, every answer read, then the
+    one claim; or why not."""
     store = store if store is not None else get_default_store()
     now = timezone.now()
     # The primary, as resume_pause reads it: a lagging replica would show the last answer of a
@@ -169,6 +189,8 @@ def claim(resumed: ResumedPause, store: TurnCheckpointStore | None) -> Claimed |
     pause = pauses.select_related("owner").with_effective_status(now).filter(jti=resumed.claims.jti).first()
     if pause is None:
         return ContinueResult(ran=False, reason=REASON_GONE)
+    if agent is not UNCHECKED and pause.agent is not None and agent != pause.agent:
+        return ContinueResult(ran=False, reason=wrong_agent(pause, agent))
     members = members_of(pause, now, pauses)
     statuses = {effective_status(member) for member in members}
     if PauseStatus.PENDING in statuses:
@@ -190,8 +212,19 @@ def claim(resumed: ResumedPause, store: TurnCheckpointStore | None) -> Claimed |
     if not store.claim_sync(lead.claims, key=continuation_key(lead.jti), value=value):
         lead.refresh_from_db(fields=["continued_at", "continuation_failure"])
         return ContinueResult(ran=False, reason=settled_reason(lead) or REASON_CLAIMED_ELSEWHERE)
-    continuation = Continuation(resumed=resumed, members=answers, owner=pause.owner, store=store)
+    continuation = Continuation(
+        resumed=resumed, members=answers, owner=pause.owner, agent=pause.agent, store=store
+    )
     return Claimed(continuation=continuation, members=members, lead=lead, claim_value=value, store=store)
+
+
+def wrong_agent(pause: Pause, agent: str | None) -> str:
+    """Both names, and that nothing was spent."""
+    found = "one with no name" if agent is None else repr(agent)
+    return (
+        f"pause {pause.jti} was minted by {pause.agent!r}, and this continuation runs {found}: "
+        f"nothing was claimed, {pause.agent!r} can still continue it"
+    )
 
 
 def settled_reason(lead: Pause) -> str | None:

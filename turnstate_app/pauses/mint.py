@@ -41,6 +41,7 @@ from turnstate_app.pauses.groups import check_group
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
+from turnstate_app.ports.limits import require_id
 from turnstate_app.ports.model import whole_transaction_writes
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, stamped_turn
 
@@ -85,15 +86,19 @@ def mint_pause(
     answer_schema: dict[str, Any] | None = None,
     group: str | None = None,
     resumable_check: ResumableCheck | None = None,
+    agent: str | None = None,
 ) -> MintedPause:
     """Record a pause and return its single-use token.
 
-    A failed request write or ledger write raises and returns no token; a failed
-    turn-state record returns a token with ``resumable=False``.
+    ``agent``: the name of the graph or agent that paused; ``continue_once`` then refuses
+    any other before claiming anything. A failed request write or ledger write raises and
+    returns no token; a failed turn-state record returns a token with ``resumable=False``.
     """
     store = store if store is not None else get_default_store()
     answer_schema = check_schema(answer_schema)
     group = check_group(group, thread_id)
+    if agent is not None:
+        require_id("agent", agent)
     claims = PauseClaims(
         jti=new_jti(),
         run_id=run_id,
@@ -122,6 +127,7 @@ def mint_pause(
         "expires_at": expires_at,
         "answer_schema": answer_schema,
         "group": group,
+        "agent": agent,
     }
     rows = (store, claims, request_value, turn, encoded, ledger)
     if alias is None:

@@ -101,7 +101,7 @@ def test_a_value_that_is_not_json_is_refused_before_any_pause_is_minted() -> Non
     builder = StateGraph(approvals.TripState)
     builder.add_node("odd", lambda state: {"log": [interrupt({"when": datetime(2026, 5, 11)})]})
     builder.add_edge(START, "odd")
-    graph = builder.compile(checkpointer=DjangoCheckpointSaver())
+    graph = builder.compile(checkpointer=DjangoCheckpointSaver(), name="odd-value")
     thread = new_thread()
     graph.invoke({"log": []}, config(thread))
 
@@ -227,7 +227,7 @@ def test_an_answer_the_graph_still_refuses_is_listed_as_a_failed_continuation() 
         "nights", lambda state: {"log": [str(interrupt("How many nights?", response_schema=EvenNights))]}
     )
     builder.add_edge(START, "nights")
-    graph = builder.compile(checkpointer=DjangoCheckpointSaver())
+    graph = builder.compile(checkpointer=DjangoCheckpointSaver(), name="even-nights")
     thread = new_thread()
     graph.invoke({"log": []}, config(thread))
     [minted] = pause_interrupts(graph, config(thread), run_id="r", session_id="s")
@@ -306,7 +306,7 @@ def asks_twice(saver: Any) -> Any:
     builder = StateGraph(approvals.TripState)
     builder.add_node("details", details)
     builder.add_edge(START, "details")
-    return builder.compile(checkpointer=saver)
+    return builder.compile(checkpointer=saver, name="asks-twice")
 
 
 def test_strict_resume_refuses_a_resent_answer_that_default_mode_gives_the_next_question() -> None:
@@ -363,7 +363,7 @@ def test_an_interrupt_inside_a_subgraph_pauses_and_continues_through_the_parent_
     outer = StateGraph(approvals.TripState)
     outer.add_node("sub", inner.compile())
     outer.add_edge(START, "sub")
-    graph = outer.compile(checkpointer=DjangoCheckpointSaver())
+    graph = outer.compile(checkpointer=DjangoCheckpointSaver(), name="with-subgraph")
     thread = new_thread()
     graph.invoke({"log": []}, config(thread))
     assert [o.thread_id for o in unpaused_interrupts() if o.thread_id == thread] == [thread]
@@ -388,7 +388,7 @@ def test_a_node_that_fails_after_its_answer_leaves_a_stalled_continuation_never_
     builder = StateGraph(approvals.TripState)
     builder.add_node("fragile", fragile)
     builder.add_edge(START, "fragile")
-    graph = builder.compile(checkpointer=DjangoCheckpointSaver())
+    graph = builder.compile(checkpointer=DjangoCheckpointSaver(), name="fragile")
     thread = new_thread()
     graph.invoke({"log": []}, config(thread))
     [minted] = pause_interrupts(graph, config(thread), run_id="r", session_id="s")

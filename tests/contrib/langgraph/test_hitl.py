@@ -17,7 +17,12 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 
-from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, continue_graph, pause_interrupts
+from turnstate_app.contrib.langgraph import (
+    DjangoCheckpointSaver,
+    UnnamedGraphError,
+    continue_graph,
+    pause_interrupts,
+)
 from turnstate_app.errors import AnswerValidationError
 from turnstate_app.models import Pause
 from turnstate_app.pauses import resume_pause
@@ -44,7 +49,7 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
-def agent(mode: str) -> Any:
+def agent(mode: str, name: str | None = "mailer") -> Any:
     model = ScriptedModel(
         messages=iter(
             [
@@ -68,13 +73,17 @@ def agent(mode: str) -> Any:
         interrupt_mode=mode,  # type: ignore[arg-type]
     )
     return create_agent(
-        model, tools=[send_email, delete_file], checkpointer=DjangoCheckpointSaver(), middleware=[gate]
+        model,
+        tools=[send_email, delete_file],
+        checkpointer=DjangoCheckpointSaver(),
+        middleware=[gate],
+        name=name,
     )
 
 
-def started(mode: str) -> tuple[Any, RunnableConfig]:
+def started(mode: str, name: str | None = "mailer") -> tuple[Any, RunnableConfig]:
     config: RunnableConfig = {"configurable": {"thread_id": f"hitl-{uuid.uuid4().hex[:12]}"}}
-    graph = agent(mode)
+    graph = agent(mode, name)
     graph.invoke({"messages": [("user", "Email Ana and clean up.")]}, config)
     return graph, config
 
@@ -119,3 +128,16 @@ def test_a_batched_review_is_one_pause_whose_decisions_are_checked_for_count_and
     assert result.ran and result.minted == []
     assert SENT == ["ana@example.com"]
     assert result.output["messages"][-1].content == "All done."
+
+
+def test_an_agent_created_without_a_name_cannot_pause_and_is_told_how_to_name_it() -> None:
+    graph, config = started("per_call", name=None)
+    with pytest.raises(UnnamedGraphError, match=r"create_agent\(\.\.\., name="):
+        pause_interrupts(graph, config, run_id="r", session_id="s")
+    assert not Pause.objects.filter(thread_id=config["configurable"]["thread_id"]).exists()
+
+
+def test_a_review_pause_records_the_agents_name() -> None:
+    graph, config = started("batched")
+    [minted] = pause_interrupts(graph, config, run_id="r", session_id="s")
+    assert Pause.objects.get(jti=minted.claims.jti).agent == "mailer"

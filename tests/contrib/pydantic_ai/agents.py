@@ -52,7 +52,9 @@ def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
     ]
 
 
-def travel_agent(*, follow_up: bool = False) -> Agent[None, str | DeferredToolRequests]:
+def travel_agent(
+    *, follow_up: bool = False, name: str | None = "travel"
+) -> Agent[None, str | DeferredToolRequests]:
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         returns = {part.tool_name: part.content for part in _returns(messages)}
         if not returns:
@@ -72,7 +74,7 @@ def travel_agent(*, follow_up: bool = False) -> Agent[None, str | DeferredToolRe
         return ModelResponse(parts=[TextPart(f"done. {said}")])
 
     agent: Agent[None, str | DeferredToolRequests] = Agent(
-        FunctionModel(respond), output_type=[str, DeferredToolRequests]
+        FunctionModel(respond), output_type=[str, DeferredToolRequests], name=name
     )
 
     @agent.tool_plain

@@ -159,6 +159,8 @@ def test_a_call_no_longer_deferred_in_the_latest_conversation_runs_nothing() -> 
     last = resume_pause(pauses["call-book"].token, APPROVE)
     result = continue_agent(agent, last, store=store)
     assert not result.ran and result.reason is not None and "no longer deferred" in result.reason
+    moved = sync(store.read_record, "trip-7")
+    assert moved is not None and f"revision {moved.revision} waits on no tool call" in result.reason
     assert tool_runs("book_flight") == 0
     assert not continue_agent(agent, last, store=store).ran
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
         continue_graph,
         pause_interrupts,
     )
-    from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
+    from turnstate_app.contrib.langgraph.errors import UnnamedGraphError, UnreadableCheckpointError
     from turnstate_app.contrib.langgraph.interrupts import InterruptValueError
     from turnstate_app.contrib.langgraph.saver import DjangoCheckpointSaver
     from turnstate_app.contrib.langgraph.serde import StrictSerializer, default_serde
@@ -27,6 +27,7 @@ __all__ = [
     "DjangoCheckpointSaver",
     "InterruptValueError",
     "StrictSerializer",
+    "UnnamedGraphError",
     "UnreadableCheckpointError",
     "acontinue_graph",
     "apause_interrupts",
@@ -40,6 +41,7 @@ _EXPORTS = {
     "StrictSerializer": "turnstate_app.contrib.langgraph.serde",
     "default_serde": "turnstate_app.contrib.langgraph.serde",
     "UnreadableCheckpointError": "turnstate_app.contrib.langgraph.errors",
+    "UnnamedGraphError": "turnstate_app.contrib.langgraph.errors",
     "pause_interrupts": "turnstate_app.contrib.langgraph.bridge",
     "apause_interrupts": "turnstate_app.contrib.langgraph.bridge",
     "continue_graph": "turnstate_app.contrib.langgraph.bridge",

@@ -1,9 +1,10 @@
 """LangGraph interrupts as turnstate pauses, and answered pauses continued exactly once.
 
 ``pause_interrupts`` mints one pause per interrupt pending at the thread's head that no
-pause speaks for yet (:mod:`.ledger`). ``continue_graph`` hands the answered pause to the
-lifecycle's ``continue_once``, which claims the continuation once across processes and
-takes the thread's turn; inside it, the answer goes to LangGraph as
+pause speaks for yet (:mod:`.ledger`), each recording the graph's name (:mod:`.identity`).
+``continue_graph`` hands the answered pause to the lifecycle's ``continue_once``, which
+refuses another graph, claims the continuation once across processes and takes the
+thread's turn; inside it, the answer goes to LangGraph as
 ``Command(resume={interrupt_id: answer})`` on the thread's head in strict mode, and the
 interrupts the run stops at next become pauses of the same owner, session and run.
 
@@ -18,7 +19,9 @@ Why each step is there (each was a reproduced failure, see the README):
 - ``mint_next``: pauses minted by a continuation keep the owner of the one answered;
 - ``pause_interrupts`` takes the thread's turn (re-entrant: a continuation already holds it):
   two processes pausing one head at once both read "no pause yet" and minted each
-  interrupt twice.
+  interrupt twice;
+- the graph's name, checked before the claim: a hand-off to another graph of the project
+  read the thread, found the interrupt "not pending" and spent the continuation.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from asgiref.sync import sync_to_async
 from langchain_core.runnables import RunnableConfig
 
 from turnstate_app.contracts import PauseClaims
+from turnstate_app.contrib.langgraph.identity import name_of, required_name
 from turnstate_app.contrib.langgraph.interrupts import (
     PendingInterrupt,
     head_config,
@@ -67,14 +71,17 @@ def pause_interrupts(
 ) -> list[MintedPause]:
     """One pause per interrupt pending at the head of ``config``'s thread that has none yet.
 
-    Every interrupt's value is checked to be JSON before the first pause is minted
+    Each pause records ``graph.name``; a graph with LangGraph's default name is refused
+    (:class:`~turnstate_app.contrib.langgraph.errors.UnnamedGraphError`). Every interrupt's
+    value is checked to be JSON before the first pause is minted
     (:class:`~turnstate_app.contrib.langgraph.interrupts.InterruptValueError`). The head is
     read and the pauses minted holding the thread's turn, so two callers never both mint one.
     """
+    name = required_name(graph)
     head = head_config(config)
     with turn_of(get_default_store(), thread_of(head)):
         snapshot = graph.get_state(head)
-        mint = partial(mint_pause, run_id=run_id, session_id=session_id, owner=owner)
+        mint = partial(mint_pause, run_id=run_id, session_id=session_id, owner=owner, agent=name)
         return _mint_unpaused(graph, head, snapshot, mint)
 
 
@@ -82,6 +89,7 @@ async def apause_interrupts(
     graph: Any, config: RunnableConfig, *, run_id: str, session_id: str, owner: Any = None
 ) -> list[MintedPause]:
     """:func:`pause_interrupts` for async code (the graph's state is read with ``aget_state``)."""
+    name = required_name(graph)
     head = head_config(config)
     async with aturn_of(get_default_store(), thread_of(head)):
         snapshot = await graph.aget_state(head)
@@ -91,7 +99,9 @@ async def apause_interrupts(
         )
         minted = []
         for fields in _mint_fields(graph, head, snapshot, pending, taken):
-            minted.append(await amint_pause(run_id=run_id, session_id=session_id, owner=owner, **fields))
+            minted.append(
+                await amint_pause(run_id=run_id, session_id=session_id, owner=owner, agent=name, **fields)
+            )
         return minted
 
 
@@ -138,18 +148,20 @@ def _still_pending(graph: Any, head: RunnableConfig, claims: PauseClaims) -> boo
 def continue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
     """Continue the graph from an answered pause, once across all processes.
 
-    ``ran=False`` with a ``reason`` when it was continued before (a redelivery), when the
-    interrupt is no longer pending at the head (nothing else is answered in its place),
-    or when the graph refuses the answer ("answer refused by the graph: ..."; listed for
-    operators as a failed continuation). Any other error propagates and the pause shows
-    as stalled.
+    ``ran=False`` with a ``reason`` when the pause was minted by another graph (nothing is
+    claimed: that graph can still continue it), when it was continued before (a
+    redelivery), when the interrupt is no longer pending at the head (nothing else is
+    answered in its place), or when the graph refuses the answer ("answer refused by the
+    graph: ..."; listed for operators as a failed continuation). Any other error propagates
+    and the pause shows as stalled. Pauses the run stops at next keep the continued
+    pause's graph name.
     """
-    return continue_once(resumed, partial(_continue, graph))
+    return continue_once(resumed, partial(_continue, graph), agent=name_of(graph))
 
 
 async def acontinue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
     """:func:`continue_graph` for async code: ``ainvoke`` on the graph, the same guarantees."""
-    return await acontinue_once(resumed, partial(_acontinue, graph))
+    return await acontinue_once(resumed, partial(_acontinue, graph), agent=name_of(graph))
 
 
 def _continue(graph: Any, continuation: Continuation) -> Any:
@@ -205,9 +217,20 @@ def _require_pending(snapshot: Any, resume: dict[str, Any], claims: PauseClaims)
     gone = sorted(set(resume) - pending_ids(snapshot))
     if gone:
         raise ContinuationRefused(
-            f"interrupt {', '.join(gone)} is no longer pending at the head of thread {claims.thread_id!r} "
-            "(answered elsewhere, or the thread was pruned or erased); nothing else was answered"
+            f"interrupt {', '.join(gone)} is no longer pending at the head of thread {claims.thread_id!r}: "
+            f"{_head_holds(snapshot, claims.thread_id)}; nothing else was answered"
         )
+
+
+def _head_holds(snapshot: Any, thread_id: str) -> str:
+    """What the head was found to hold, said as found."""
+    checkpoint_id = ((snapshot.config or {}).get("configurable") or {}).get("checkpoint_id")
+    if not checkpoint_id:
+        return f"thread {thread_id!r} has no checkpoint"
+    waiting = sorted(pending_ids(snapshot))
+    return f"its head, checkpoint {checkpoint_id}, waits on " + (
+        f"interrupt {', '.join(waiting)}" if waiting else "no interrupt"
+    )
 
 
 def _command(resume: dict[str, Any]) -> Any:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from turnstate_app.contrib.pydantic_ai.continuing import acontinue_agent, continue_agent
     from turnstate_app.contrib.pydantic_ai.errors import (
         ConversationNotSavedError,
+        UnnamedAgentError,
         UnreadableConversationError,
     )
     from turnstate_app.contrib.pydantic_ai.pausing import apause_deferred, pause_deferred
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConversationNotSavedError",
     "DjangoConversationStore",
+    "UnnamedAgentError",
     "UnreadableConversationError",
     "acontinue_agent",
     "apause_deferred",
@@ -34,6 +36,7 @@ _EXPORTS = {
     "DjangoConversationStore": "turnstate_app.contrib.pydantic_ai.store",
     "UnreadableConversationError": "turnstate_app.contrib.pydantic_ai.errors",
     "ConversationNotSavedError": "turnstate_app.contrib.pydantic_ai.errors",
+    "UnnamedAgentError": "turnstate_app.contrib.pydantic_ai.errors",
     "pause_deferred": "turnstate_app.contrib.pydantic_ai.pausing",
     "apause_deferred": "turnstate_app.contrib.pydantic_ai.pausing",
     "continue_agent": "turnstate_app.contrib.pydantic_ai.continuing",

@@ -10,6 +10,9 @@ the run was saved under; ``resumable`` says that save is in the store. The group
 state keeps the messages once: the first member (in mint order) records the whole
 transcript, the others record none. Continuing never reads them anyway: it loads the
 latest conversation from the store, never the pause-time snapshot.
+
+With ``agent=``, each pause records ``agent.name`` and only an agent of that name continues
+the group (:func:`agent_name`); without it no name is recorded and none is checked.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pydantic_ai.tools import DeferredToolRequests
 
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.contrib.pydantic_ai.deferred import DeferredCall, deferred_calls, tool_schemas
-from turnstate_app.contrib.pydantic_ai.errors import ConversationNotSavedError
+from turnstate_app.contrib.pydantic_ai.errors import ConversationNotSavedError, UnnamedAgentError
 from turnstate_app.contrib.pydantic_ai.saved import unsaved_reason
 from turnstate_app.pauses import MintedPause, amint_pause, mint_pause
 
@@ -48,14 +51,24 @@ def pause_deferred(
 
     ``result``'s conversation must be saved in ``store`` (``store.save_sync(result)``; in
     async code ``await store.save(result)``) and not saved again since: the pauses continue
-    that revision. ``owners`` maps a tool call id
-    to the owner of its pause (``owner`` for the others). Pass ``agent`` to store each
-    tool's parameter schema with its pause, so override arguments are checked on answer.
+    that revision. ``owners`` maps a tool call id to the owner of its pause (``owner`` for the
+    others). Pass the ``agent`` that ran: each pause records its name (an agent without one is
+    refused, :class:`UnnamedAgentError`), so only that agent continues the group, and stores
+    its tool's parameter schema, so override arguments are checked on answer. Without
+    ``agent`` neither is recorded or checked.
     """
+    name = agent_name(agent)
     conversation, requests = _paused(result)
     record = _read_record_blocking(store, conversation.conversation_id)
     members = mint_fields(
-        conversation, requests, record, store=store, schemas=tool_schemas(agent), owner=owner, owners=owners
+        conversation,
+        requests,
+        record,
+        store=store,
+        schemas=tool_schemas(agent),
+        owner=owner,
+        owners=owners,
+        agent=name,
     )
     return [mint_pause(**fields, run_id=run_id, session_id=session_id) for fields in members]
 
@@ -71,14 +84,36 @@ async def apause_deferred(
     agent: Any = None,
 ) -> list[MintedPause]:
     """:func:`pause_deferred` for async code."""
+    name = agent_name(agent)
     conversation, requests = _paused(result)
     record = await store.read_record(conversation.conversation_id)
     minted = []
     for fields in mint_fields(
-        conversation, requests, record, store=store, schemas=tool_schemas(agent), owner=owner, owners=owners
+        conversation,
+        requests,
+        record,
+        store=store,
+        schemas=tool_schemas(agent),
+        owner=owner,
+        owners=owners,
+        agent=name,
     ):
         minted.append(await amint_pause(**fields, run_id=run_id, session_id=session_id))
     return minted
+
+
+def agent_name(agent: Any) -> str | None:
+    """The name a pause records for ``agent`` (None without an agent); refused when it has none."""
+    if agent is None:
+        return None
+    name = getattr(agent, "name", None)
+    if not isinstance(name, str) or not name:
+        raise UnnamedAgentError(
+            "the agent has no name, so its pauses could be continued by any agent: name it, "
+            'Agent(..., name="booking"); the name is recorded with each pause and only an agent '
+            "of that name continues them (or leave agent= out: then nothing is recorded or checked)"
+        )
+    return name
 
 
 def _paused(result: AgentRunResult[Any]) -> tuple[Conversation, DeferredToolRequests]:
@@ -100,8 +135,13 @@ def mint_fields(
     schemas: Mapping[str, dict[str, Any]],
     owner: Any = None,
     owners: Mapping[str, Any] | None = None,
+    agent: str | None = None,
 ) -> list[dict[str, Any]]:
-    """``mint_pause`` keyword arguments for each call (without run and session ids)."""
+    """``mint_pause`` keyword arguments for each call (without run and session ids).
+
+    ``agent``: the name to record; left out (a continuation), ``mint_next`` carries the
+    continued pause's.
+    """
     conversation_id = conversation.conversation_id
     revision = conversation.revision
     reason = unsaved_reason(conversation_id, revision, record, requests)
@@ -125,6 +165,8 @@ def mint_fields(
             fields["owner"] = owners[call.tool_call_id]
         elif owner is not None:
             fields["owner"] = owner
+        if agent is not None:
+            fields["agent"] = agent
         members.append(fields)
     return members
 
