@@ -77,7 +77,8 @@ def test_ids_are_exact_byte_for_byte(model_port: ModelCheckpointCommandPort) -> 
 
 
 def test_each_write_is_one_statement(model_port: ModelCheckpointCommandPort) -> None:
-    model_port.write_metadata_sync(**{**ROW, "key": "warm"}, value="v", task_id=None)  # MariaDB: the first write reads max_allowed_packet
+    # MariaDB: the first write reads max_allowed_packet
+    model_port.write_metadata_sync(**{**ROW, "key": "warm"}, value="v", task_id=None)
     with CaptureQueriesContext(connection) as queries:
         model_port.write_metadata_sync(**ROW, value="v", task_id=None)
         model_port.write_metadata_sync(**ROW, value="w", task_id=None)
