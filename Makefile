@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -20,6 +20,7 @@ help:
 	@echo "make demo-pydantic-ai  a PydanticAI run's question and approval, answered over HTTP, continued once"
 	@echo "make test          the suite on SQLite, then on PostgreSQL"
 	@echo "make test-mariadb  the suite on MariaDB"
+	@echo "make test-sqlite-memory  the LangGraph bridge tests on Django's in-memory test database, 20 times"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
 	@echo "make test-races    timing-only races, repeated, on SQLite, PostgreSQL and MariaDB (not gating)"
 	@echo "make test-e2e      the admin in headless Chromium (installs chromium with apt)"
@@ -42,6 +43,19 @@ test: test-sqlite test-postgres
 
 test-sqlite: install
 	DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The LangGraph bridge tests on Django's default test database (SQLite in memory, shared cache:
+# tests/settings_memory.py), as a host's own suite runs them; repeated, since a lock between two
+# threads' connections failed them only now and then. The two tests that spawn processes need a
+# database other processes can open, which an in-memory one is not.
+MEMORY_REPEAT ?= 20
+MEMORY_TESTS := tests/in_memory_bridge.py tests/contrib/langgraph/test_bridge.py \
+	tests/contrib/langgraph/test_bridge_async.py tests/contrib/langgraph/test_hitl.py \
+	tests/contrib/langgraph/test_graphs.py
+
+test-sqlite-memory: install
+	DJANGO_SETTINGS_MODULE=tests.settings_memory DATABASE_URL= $(VENV)/bin/pytest -q --keep-duplicates \
+		-k "not two_processes" $(foreach _,$(shell seq $(MEMORY_REPEAT)),$(MEMORY_TESTS)) $(PYTEST_ARGS)
 
 test-postgres: install
 	@$(VENV)/bin/python -c "import psycopg; psycopg.connect('$(PG_URL)'.rsplit('/',1)[0] + '/postgres')" \

@@ -14,7 +14,16 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "turnstate_app"
 STORAGE = {"models.py", "managers.py", "choices.py"}
-LEDGER_FIELDS = {"status", "answered_at", "handed_off_at", "expires_at", "resumable", "owner", "owner_id"}
+LEDGER_FIELDS = {
+    "status",
+    "answered_at",
+    "handed_off_at",
+    "expires_at",
+    "resumable",
+    "owner",
+    "owner_id",
+    "unresumable_reason",
+}
 AGE_LOOKUPS = {f"expires_at__{op}" for op in ("lt", "lte", "gt", "gte", "range")}
 
 

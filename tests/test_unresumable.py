@@ -87,3 +87,31 @@ def test_listing_costs_one_query_whatever_the_rows(rows: int) -> None:
     assert len(listed) == 2 * rows
     assert len(queries.captured_queries) == 1
     assert Pause.objects.count() == rows
+
+
+def test_a_reason_stored_on_the_ledger_row_lists_the_pause_with_that_reason(admin_client: Any) -> None:
+    """What an integration records when it deleted a pending pause's checkpoints (the LangGraph
+    saver's delete_thread): the turn state is still there, the pause is listed all the same."""
+    stranded, answered, other = mint(1), mint(2), mint(3)
+    resume_pause(answered.token, "x")
+    reason = "checkpoints deleted (a test): the run cannot be continued from this store"
+    marked = Pause.objects.filter(jti__in=[stranded.claims.jti, answered.claims.jti]).mark_unresumable(reason)
+    assert marked == 1  # only a pending pause; its first reason stays
+    assert Pause.objects.filter(jti=stranded.claims.jti).mark_unresumable("later") == 0
+
+    [row] = UnresumablePause.objects.all()
+    assert (row.jti, row.reason, row.stored_reason) == (stranded.claims.jti, reason, reason)
+    lose_turn_state(other)
+    assert {row.jti: row.reason for row in UnresumablePause.objects.all()} == {
+        stranded.claims.jti: reason,
+        other.claims.jti: UNRESUMABLE_NO_TURN_STATE,
+    }
+
+    page = admin_client.get("/admin/turnstate_app/unresumablepause/", {"reason": "stored"})
+    assert [r.jti for r in page.context["cl"].result_list] == [stranded.claims.jti]
+    assert b"checkpoints deleted" in page.content
+    page = admin_client.get("/admin/turnstate_app/unresumablepause/", {"reason": "no_turn_state"})
+    assert [r.jti for r in page.context["cl"].result_list] == [other.claims.jti]
+    pause = Pause.objects.get(jti=stranded.claims.jti)
+    change = admin_client.get(f"/admin/turnstate_app/pause/{pause.pk}/change/")
+    assert reason.encode() in change.content

@@ -309,6 +309,7 @@ class PauseAdmin(ReadOnlyAdmin):
             },
         ),
         (_("times"), {"fields": ("created_at", "answered_at", "expires_at", "handed_off_at")}),
+        (None, {"fields": ("unresumable_reason",)}),
         (
             _("continuation"),
             {
@@ -357,13 +358,19 @@ class ReasonFilter(admin.SimpleListFilter):
     parameter_name = "reason"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [("no_ledger", _("no ledger row")), ("no_turn_state", _("turn state not recorded"))]
+        return [
+            ("no_ledger", _("no ledger row")),
+            ("no_turn_state", _("turn state not recorded")),
+            ("stored", _("checkpoints deleted")),
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "no_ledger":
             return queryset.filter(has_ledger=False)
         if self.value() == "no_turn_state":
-            return queryset.filter(has_ledger=True)
+            return queryset.filter(has_ledger=True, stored_reason__isnull=True)
+        if self.value() == "stored":
+            return queryset.filter(stored_reason__isnull=False)
         return queryset
 
 

@@ -204,9 +204,10 @@ def _check_stalled_after(raw: dict[str, Any]) -> list[CheckMessage]:
 
 
 def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
-    """MariaDB/MySQL: warn when a value of ``MAX_VALUE_BYTES`` cannot fit the server's packet.
+    """MariaDB/MySQL: an error when a value of ``MAX_VALUE_BYTES`` cannot fit the server's packet.
 
-    A database check (``manage.py check --database default``, and ``migrate``): it asks the
+    Such a value would be refused at every write, though the settings promise to store it. A
+    database check (``manage.py check --database default``, and ``migrate``): it asks the
     server, so it runs only when Django lets checks reach the database.
     """
     if not databases:
@@ -214,22 +215,25 @@ def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
     from django.db import connections, router
 
     from turnstate_app.models import CheckpointMetadata
-    from turnstate_app.ports.packets import STATEMENT_OVERHEAD, packet_limit
+    from turnstate_app.ports.packets import largest_fitting_value, packet_limit, required_packet
 
     alias = router.db_for_write(CheckpointMetadata)
     if alias not in databases or connections[alias].vendor != "mysql":
         return []
     limit = packet_limit(connections[alias])
-    worst = 2 * conf.MAX_VALUE_BYTES + STATEMENT_OVERHEAD + 4096
-    if worst <= limit:
+    needed = required_packet(conf.MAX_VALUE_BYTES)
+    if needed <= limit:
         return []
     return [
-        Warning(
+        Error(
             f"TURNSTATE['MAX_VALUE_BYTES'] = {conf.MAX_VALUE_BYTES} does not fit database {alias!r}: "
-            f"a value of that size can take {worst} bytes once escaped, and max_allowed_packet is {limit}.",
-            hint="Raise max_allowed_packet on the server (to at least twice MAX_VALUE_BYTES plus 64 KiB), "
-            "or lower MAX_VALUE_BYTES; until then such values are refused with a field error.",
-            id="turnstate.W002",
+            f"a write of a value that size takes up to {needed} bytes, and the server's "
+            f"max_allowed_packet is {limit}.",
+            hint=f"Set max_allowed_packet={needed} or more on the server (the [mysqld] section of its "
+            f"configuration, or SET GLOBAL max_allowed_packet={needed}), or lower "
+            f"TURNSTATE['MAX_VALUE_BYTES'] to {largest_fitting_value(limit)} or less; until then such "
+            "values are refused with a field error.",
+            id="turnstate.E015",
         )
     ]
 

@@ -121,8 +121,10 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
     def unresumable(self, now: datetime | None = None) -> CheckpointMetadataQuerySet:
         """Request rows this store cannot continue, with ``jti`` (or None) and ``reason``.
 
-        Two kinds: a ledger pause still answerable at ``now`` (pending, within its age)
-        whose turn-state row is absent, and a request row that no ledger pause owns. An
+        Three kinds: a ledger pause still answerable at ``now`` (pending, within its age)
+        whose turn-state row is absent, or whose ledger row says why it cannot be continued
+        (``unresumable_reason``: its checkpoints were deleted; that reason is the row's, and
+        ``stored_reason`` holds it), and a request row that no ledger pause owns. An
         expired pause is not listed: its question can no longer be answered. One query,
         whatever the number of rows: each request row is probed through the ledger's and
         the store's own indexes.
@@ -138,18 +140,25 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
             checkpoint_id=OuterRef("checkpoint_id"),
             key=Concat(Value(TURN_STATE_KEY_PREFIX), OuterRef("jti")),
         )
-        stranded = owners.filter(effective_status_q(PauseStatus.PENDING, now)).exclude(Exists(turn_states))
+        stranded = (
+            owners.filter(effective_status_q(PauseStatus.PENDING, now))
+            .filter(Q(unresumable_reason__isnull=False) | ~Exists(turn_states))
+            .order_by("-created_at", "-pk")
+        )
         return (
             self.requests()
             .annotate(
-                jti=Subquery(stranded.order_by("-created_at").values("jti")[:1]),
+                jti=Subquery(stranded.values("jti")[:1]),
+                stored_reason=Subquery(stranded.values("unresumable_reason")[:1]),
                 has_ledger=Exists(owners),
             )
             .filter(Q(jti__isnull=False) | Q(has_ledger=False))
             .annotate(
                 reason=Case(
                     When(has_ledger=False, then=Value(UNRESUMABLE_NO_LEDGER)),
+                    When(stored_reason__isnull=False, then=F("stored_reason")),
                     default=Value(UNRESUMABLE_NO_TURN_STATE),
+                    output_field=models.TextField(),
                 )
             )
         )
@@ -391,6 +400,14 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         """Record that the continuation of these pauses refused to run, and why."""
         return self.filter(continued_at__isnull=True, continuation_failure__isnull=True).update(
             continuation_failure=reason or "refused"
+        )
+
+    def mark_unresumable(self, reason: str) -> int:
+        """Record on these pauses that are pending why their run can no longer be continued
+        (their checkpoints were deleted), so :meth:`CheckpointMetadataQuerySet.unresumable` lists
+        them; the first reason stays. They remain answerable. How many were marked."""
+        return self.filter(status=PauseStatus.PENDING, unresumable_reason__isnull=True).update(
+            unresumable_reason=reason
         )
 
     def mark_handed_off(self, jti: str, *, now: datetime) -> bool:

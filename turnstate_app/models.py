@@ -194,6 +194,15 @@ class Pause(models.Model):
         blank=True,
         help_text=_("Why the continuation refused to run; empty: it did not refuse."),
     )
+    unresumable_reason = models.TextField(
+        _("unresumable reason"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "Why the run can no longer be continued though the pause is pending (its checkpoints "
+            "were deleted); empty: nothing known against it."
+        ),
+    )
 
     objects = PauseQuerySet.as_manager()
 
@@ -223,9 +232,11 @@ class UnresumablePause(CheckpointMetadata):
 
     objects = UnresumablePauseManager()  # type: ignore[assignment,misc]
 
-    # Annotated by the manager's query: the stranded pause (None: no ledger row) and why.
+    # Annotated by the manager's query: the stranded pause (None: no ledger row), the reason its
+    # ledger row stores (None: none stored), and why.
     jti: str | None
     has_ledger: bool
+    stored_reason: str | None
     reason: str
 
     class Meta:

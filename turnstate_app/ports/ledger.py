@@ -94,8 +94,7 @@ def _statements(alias: str) -> _Statements:
     )
     assignments = ", ".join(f"{column(name)} = %s" for name in consumed_values(None))
     consume_prefix = f"UPDATE {table} SET {assignments} WHERE {column('jti')} = %s AND "
-    upsert = statements_for(alias).write
-    values = f"VALUES ({', '.join(['%s'] * upsert.count('%s'))})"
+    upsert, values = statements_for(alias).write, statements_for(alias).values
     assert upsert.count(values) == 1, upsert
     selected = values.removeprefix("VALUES (").removesuffix(")")
     answer_upsert = upsert.replace(values, f"SELECT {selected} FROM won")

@@ -25,7 +25,7 @@ from django.utils import timezone
 from turnstate_app.conf import conf
 from turnstate_app.ports.execution import run_statement
 from turnstate_app.ports.limits import require_row_ids, require_write
-from turnstate_app.ports.packets import require_fits_packet
+from turnstate_app.ports.packets import require_fits_packet, to_wire
 from turnstate_app.ports.statements import statements_for
 
 _read_primary: ContextVar[bool] = ContextVar("turnstate_read_primary", default=False)
@@ -151,10 +151,12 @@ class ModelCheckpointCommandPort:
             thread_id, checkpoint_id, key, value, task_id, vendor=vendor, max_bytes=conf.MAX_VALUE_BYTES
         )
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        params = (thread_id, checkpoint_id, key, value, task_id, now, now)
         sql = getattr(statements_for(alias), statement)
-        if vendor == "mysql":
+        if vendor == "mysql":  # as base64, which escaping cannot grow past the packet
+            params = (thread_id, checkpoint_id, key, to_wire(value), task_id, now, now)
             require_fits_packet(connection, sql, params)
+        else:
+            params = (thread_id, checkpoint_id, key, value, task_id, now, now)
         if not connection.in_atomic_block or _whole_transaction.get():
             return run_statement(connection, sql, params, first_row=False)[0]
         # Inside the caller's transaction: a savepoint, so a refused write leaves it usable.

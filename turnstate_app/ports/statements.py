@@ -14,6 +14,7 @@ from django.db import connections
 from django.db.models import Field
 
 from turnstate_app.errors import InteractionConfigurationError
+from turnstate_app.ports.packets import VALUE_FROM_WIRE
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class PortStatements:
     read: str
     write: str
     claim: str
+    values: str
+    """The ``VALUES (...)`` clause both inserts share, each value's placeholder as the database takes it."""
 
 
 _INSERT_FIELDS = (
@@ -54,11 +57,14 @@ def statements_for(alias: str) -> PortStatements:
         return quote(field.column)
 
     insert_columns = ", ".join(column(name) for name in _INSERT_FIELDS)
-    placeholders = ", ".join(["%s"] * len(_INSERT_FIELDS))
+    # MariaDB/MySQL: the value travels as base64, which escaping never grows (ports/packets.py).
+    value = VALUE_FROM_WIRE if connection.vendor == "mysql" else "%s"
+    placeholders = ", ".join(value if name == "value" else "%s" for name in _INSERT_FIELDS)
+    values = f"VALUES ({placeholders})"
     conflict = ", ".join(column(name) for name in _CONFLICT_FIELDS)
     where = " AND ".join(f"{column(name)} = %s" for name in _CONFLICT_FIELDS)
     read = f"SELECT {column('value')} FROM {table} WHERE {where}"
-    insert = f"INTO {table} ({insert_columns}) VALUES ({placeholders})"
+    insert = f"INTO {table} ({insert_columns}) {values}"
 
     if connection.vendor in ("postgresql", "sqlite"):
         overwrite = ", ".join(f"{column(name)} = EXCLUDED.{column(name)}" for name in _OVERWRITE_FIELDS)
@@ -66,6 +72,7 @@ def statements_for(alias: str) -> PortStatements:
             read=read,
             write=f"INSERT {insert} ON CONFLICT ({conflict}) DO UPDATE SET {overwrite}",
             claim=f"INSERT {insert} ON CONFLICT ({conflict}) DO NOTHING",
+            values=values,
         )
     if connection.vendor == "mysql":
         overwrite = ", ".join(f"{column(name)} = VALUES({column(name)})" for name in _OVERWRITE_FIELDS)
@@ -73,6 +80,7 @@ def statements_for(alias: str) -> PortStatements:
             read=read,
             write=f"INSERT {insert} ON DUPLICATE KEY UPDATE {overwrite}",
             claim=f"INSERT IGNORE {insert}",
+            values=values,
         )
     raise InteractionConfigurationError(
         f"ModelCheckpointCommandPort has no single-statement upsert for the {connection.vendor!r} "

@@ -6,19 +6,25 @@ returned (``continued_at``) or refused (``continuation_failure``) no longer does
 an interrupt is never minted again, which is what keeps a partial answer to parallel
 interrupts from asking the person the other question twice. Read on the primary: a
 lagging replica would hide a pause minted a moment ago.
+
+A pending pause whose checkpoints the saver deletes is recorded as unresumable on its
+ledger row (:func:`strand_pauses`), so the core's unresumable list shows it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from datetime import datetime
 
 from django.db import router
 from django.db.models import Q
 from django.utils import timezone
 
+from turnstate_app.contrib.langgraph.interrupts import SCOPE_PREFIX
 from turnstate_app.managers import effective_status_q
 from turnstate_app.models import Pause, PauseStatus
+
+STRAND_CHUNK = 100  # threads or places per UPDATE: far under every database's parameter limit
 
 
 def speaking_for(thread_id: str, interrupt_ids: Collection[str], *, now: datetime | None = None) -> Q:
@@ -36,3 +42,34 @@ def already_paused(thread_id: str, interrupt_ids: Collection[str]) -> set[str]:
     pauses = Pause.objects.using(router.db_for_write(Pause))
     found = pauses.filter(speaking_for(thread_id, interrupt_ids)).values_list("interrupt_id", flat=True)
     return {interrupt_id for interrupt_id in found if interrupt_id is not None}
+
+
+DELETED = (
+    "checkpoints deleted (DjangoCheckpointSaver.{operation}): the question can be answered, "
+    "the run cannot be continued from this store"
+)
+"""The reason a pending pause of a deleted thread is listed as unresumable."""
+
+
+def strand_pauses(deleted: Iterable[str | tuple[str, str]], operation: str) -> int:
+    """Record on the pending LangGraph pauses that ``deleted`` names why they cannot continue.
+
+    ``deleted`` is thread ids (every checkpoint of each went) or ``(thread_id, checkpoint_id)``
+    pairs (those checkpoints went). The UPDATE is the ledger's own
+    (:meth:`~turnstate_app.managers.PauseQuerySet.mark_unresumable`); only the pauses this
+    integration minted (its scope prefix) are judged. How many were marked.
+    """
+    pauses = Pause.objects.using(router.db_for_write(Pause)).filter(scope_hash__startswith=SCOPE_PREFIX)
+    reason = DELETED.format(operation=operation)
+    marked = 0
+    items = list(dict.fromkeys(deleted))
+    for start in range(0, len(items), STRAND_CHUNK):
+        part = items[start : start + STRAND_CHUNK]
+        condition = Q()
+        for item in part:
+            if isinstance(item, str):
+                condition |= Q(thread_id=item)
+            else:
+                condition |= Q(thread_id=item[0], checkpoint_id=item[1])
+        marked += pauses.filter(condition).mark_unresumable(reason)
+    return marked

@@ -61,10 +61,14 @@ def copy_thread(alias: str, source: str, target: str) -> None:
                 cursor.execute(sql, (target, source))
 
 
-def delete_for_runs(alias: str, run_ids: Sequence[str], serde: SerializerProtocol) -> None:
-    """The checkpoints these runs made, their writes, and the values nothing else refers to."""
+def delete_for_runs(
+    alias: str, run_ids: Sequence[str], serde: SerializerProtocol
+) -> list[tuple[str, str, str]]:
+    """The checkpoints these runs made, their writes, and the values nothing else refers to.
+
+    Returns the ``(thread_id, ns_hash, checkpoint_id)`` of each checkpoint deleted."""
     if not run_ids:
-        return
+        return []
     with transaction.atomic(using=alias):
         doomed: list[tuple[str, str, str]] = []
         for part in chunks(sorted(set(run_ids))):
@@ -75,6 +79,7 @@ def delete_for_runs(alias: str, run_ids: Sequence[str], serde: SerializerProtoco
             )
         _delete_checkpoints(alias, doomed)
         _delete_unreferenced_values(alias, {(t, n) for t, n, _ in doomed}, serde)
+    return doomed
 
 
 def prune(alias: str, thread_ids: Sequence[str], strategy: str, serde: SerializerProtocol) -> None:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import router
+from django.db import router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 from django.db.models.fields.json import KeyTransform
@@ -49,6 +49,7 @@ from turnstate_app.contrib.langgraph.keys import (
     thread_id_of,
     version_of,
 )
+from turnstate_app.contrib.langgraph.ledger import strand_pauses
 from turnstate_app.contrib.langgraph.rows import (
     build_tuple,
     decode_body,
@@ -101,6 +102,22 @@ def _created_at(connection: BaseDatabaseWrapper) -> Any:
     if connection.vendor == "sqlite" and connection.timezone is UTC:
         return datetime.now(UTC).isoformat(" ")[:-6]
     return connection.ops.adapt_datetimefield_value(timezone.now())
+
+
+def _deleting(
+    alias: str, delete: Callable[[str, Sequence[str]], object], threads: Sequence[str], operation: str
+) -> None:
+    """Delete every checkpoint of ``threads`` and strand their pending pauses, in one transaction."""
+    with transaction.atomic(using=alias):
+        delete(alias, threads)
+        strand_pauses(threads, operation)
+
+
+def _deleting_runs(alias: str, run_ids: Sequence[str], serde: SerializerProtocol, operation: str) -> None:
+    """Delete the checkpoints of ``run_ids`` and strand the pending pauses made at them, together."""
+    with transaction.atomic(using=alias):
+        gone = maintenance.delete_for_runs(alias, run_ids, serde)
+        strand_pauses([(thread, checkpoint) for thread, _, checkpoint in gone], operation)
 
 
 class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
@@ -396,24 +413,37 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
     # -- threads --------------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
-        self._maintain(maintenance.delete_threads, [thread_id_of(thread_id)], keep=False)
+        self._delete_threads([thread_id_of(thread_id)], "delete_thread", keep=False)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._maintain(maintenance.delete_for_runs, _run_ids(run_ids), self.serde, keep=False)
+        self._delete_for_runs(_run_ids(run_ids), "delete_for_runs", keep=False)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source, target = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
         self._maintain(maintenance.copy_thread, source, target, keep=False)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._maintain(
-            maintenance.prune, [thread_id_of(t) for t in thread_ids], strategy, self.serde, keep=False
-        )
+        self._prune([thread_id_of(t) for t in thread_ids], strategy, "prune", keep=False)
 
-    def _maintain(self, operation: Callable[..., object], *args: Any, keep: bool) -> None:
+    def _maintain(self, operation: Callable[..., T], *args: Any, keep: bool) -> T:
         alias = self._write_alias()
         with borrowed(alias, keep=keep):
-            operation(alias, *args)
+            return operation(alias, *args)
+
+    # Deleting checkpoints a pending pause would continue from records why on the pause's ledger
+    # row, in the deletion's transaction, so the core's unresumable list shows the pause.
+
+    def _delete_threads(self, thread_ids: builtins.list[str], operation: str, *, keep: bool) -> None:
+        self._maintain(_deleting, maintenance.delete_threads, thread_ids, operation, keep=keep)
+
+    def _delete_for_runs(self, run_ids: builtins.list[str], operation: str, *, keep: bool) -> None:
+        self._maintain(_deleting_runs, run_ids, self.serde, operation, keep=keep)
+
+    def _prune(self, thread_ids: builtins.list[str], strategy: str, operation: str, *, keep: bool) -> None:
+        if strategy == "delete":
+            self._delete_threads(thread_ids, f"{operation}(strategy='delete')", keep=keep)
+        else:
+            self._maintain(maintenance.prune, thread_ids, strategy, self.serde, keep=keep)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """``<step, 32 digits>.<random, 16 digits>``, as LangGraph's own database savers make them."""
@@ -461,17 +491,17 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         await _hop(self._put_writes, config, writes, task_id, task_path, keep=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._amaintain(maintenance.delete_threads, [thread_id_of(thread_id)])
+        await _hop(self._delete_threads, [thread_id_of(thread_id)], "adelete_thread", keep=True)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._amaintain(maintenance.delete_for_runs, _run_ids(run_ids), self.serde)
+        await _hop(self._delete_for_runs, _run_ids(run_ids), "adelete_for_runs", keep=True)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source, target = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
         await self._amaintain(maintenance.copy_thread, source, target)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._amaintain(maintenance.prune, [thread_id_of(t) for t in thread_ids], strategy, self.serde)
+        await _hop(self._prune, [thread_id_of(t) for t in thread_ids], strategy, "aprune", keep=True)
 
     async def _amaintain(self, operation: Callable[..., object], *args: Any) -> None:
         await _hop(self._maintain, operation, *args, keep=True)

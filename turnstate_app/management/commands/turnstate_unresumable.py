@@ -68,7 +68,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             row["checkpoint_id"],
             row["request_key"],
             row["jti"] or "-",
-            "no turn state" if row["has_ledger"] else "no ledger",
+            short_reason(row),
         )
         for row in rows
     ]
@@ -77,4 +77,19 @@ def table(rows: list[dict[str, Any]]) -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     ]
-    return "\n".join([*text, "", f"{len(rows)} unresumable pause(s)", LEGEND])
+    stored = sorted({f"{short_reason(row)}: {row['reason']}" for row in rows if stored_reason(row)})
+    return "\n".join([*text, "", f"{len(rows)} unresumable pause(s)", LEGEND, *stored])
+
+
+def short_reason(row: dict[str, Any]) -> str:
+    """``no ledger``, ``no turn state``, or the headline of the reason the ledger row stores."""
+    if not row["has_ledger"]:
+        return "no ledger"
+    if not stored_reason(row):
+        return "no turn state"
+    return str(row["reason"]).split(" (", 1)[0].split(":", 1)[0]
+
+
+def stored_reason(row: dict[str, Any]) -> bool:
+    """Whether the reason is one the pause's ledger row stores (not one of the two in the legend)."""
+    return row["reason"] not in (UNRESUMABLE_NO_LEDGER, UNRESUMABLE_NO_TURN_STATE)
