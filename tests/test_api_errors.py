@@ -14,6 +14,7 @@ from django.core.exceptions import DisallowedHost, PermissionDenied, RequestData
 from django.db import DataError, InterfaceError, OperationalError, connections
 from django.test import Client
 from rest_framework import views
+from rest_framework.authentication import BasicAuthentication
 from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
@@ -32,7 +33,8 @@ from tests.api_support import (
 from tests.factories import PauseFactory
 from tests.pause_helpers import mint
 from turnstate_app.api import parsers
-from turnstate_app.api.exceptions import turnstate_exception_handler
+from turnstate_app.api.exceptions import nul_refused_as_data_error, turnstate_exception_handler
+from turnstate_app.api.views import CheckpointViewSet, PauseViewSet
 from turnstate_app.errors import (
     CheckpointFieldError,
     PauseAlreadyAnsweredError,
@@ -283,6 +285,76 @@ def test_basic_credentials_the_database_cannot_compare_are_refused_not_a_500(
         response = getattr(client, method)(path, HTTP_AUTHORIZATION=f"Basic {credentials}")
         assert response.status_code in (400, 401, 403, 405), response.content
         assert response["Content-Type"] == "application/json"
+
+
+def refused_like_psycopg2(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    """psycopg2's refusal of a NUL in a parameter, on any database: a bare ValueError, nothing sent."""
+    if any(isinstance(value, str) and "\x00" in value for value in params or ()):
+        raise ValueError("A string literal cannot contain NUL (0x00) characters.")
+    return execute(sql, params, many, context)
+
+
+def failing_with_a_bug(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    raise ValueError("a bug")
+
+
+def host_authentication_under(driver: Any) -> type[BasicAuthentication]:
+    """The host's Basic authentication, its user lookup run on ``driver`` (an ``execute_wrapper``)."""
+
+    class Authentication(BasicAuthentication):
+        def authenticate_credentials(self, userid: str, password: str, request: Any = None) -> Any:
+            with connections["default"].execute_wrapper(driver):
+                return super().authenticate_credentials(userid, password, request)
+
+    return Authentication
+
+
+@pytest.mark.parametrize("path", [PAUSES, CHECKPOINTS, RESUME])
+def test_a_nul_the_driver_refuses_with_a_value_error_is_a_400_on_every_driver(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """psycopg2 raises ValueError where psycopg 3 raises what Django calls DataError: the same 400."""
+    for viewset in (PauseViewSet, CheckpointViewSet):
+        monkeypatch.setattr(
+            viewset, "authentication_classes", [host_authentication_under(refused_like_psycopg2)]
+        )
+    credentials = base64.b64encode(b"a\x00b:pw").decode()
+    for method in ("get", "post"):
+        response = getattr(APIClient(), method)(path, HTTP_AUTHORIZATION=f"Basic {credentials}")
+        assert_json_error(response, 400, "bad_request")
+    assert connections["default"].execute_wrappers == []  # the view's own is gone with the request
+
+
+def test_a_value_error_that_is_not_a_nul_refusal_stays_a_json_500(
+    users: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        PauseViewSet, "authentication_classes", [host_authentication_under(failing_with_a_bug)]
+    )
+    client = APIClient(raise_request_exception=False)
+    response = client.get(PAUSES, HTTP_AUTHORIZATION=f"Basic {base64.b64encode(b'owner:pw').decode()}")
+    assert_json_error(response, 500, "server_error")
+
+
+@pytest.mark.parametrize(
+    ("params", "translated"),
+    [
+        (["a\x00b"], True),
+        ({"name": "\x00"}, True),
+        ([("a",), ("b\x00",)], True),  # executemany
+        (["ab", 1, None, b"\x00"], False),  # bytes are bytea: NUL is fine there
+        (None, False),
+    ],
+)
+def test_only_a_value_error_for_a_nul_in_the_parameters_becomes_a_data_error(
+    params: Any, translated: bool
+) -> None:
+    def driver(sql: str, params: Any, many: bool, context: Any) -> Any:
+        raise ValueError("refused")
+
+    expected: type[Exception] = DataError if translated else ValueError
+    with pytest.raises(expected, match="refused"):
+        nul_refused_as_data_error(driver, "SELECT %s", params, False, {})
 
 
 def test_unicode_and_unknown_query_parameters_are_harmless(staff: APIClient) -> None:

@@ -6,6 +6,7 @@ import dataclasses
 import multiprocessing
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from importlib.util import find_spec
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -220,6 +221,11 @@ def test_execute_wrappers_see_every_port_statement(model_port: ModelCheckpointCo
 @pytest.mark.skipif(
     bool(connection.settings_dict["OPTIONS"].get("pool")),
     reason="the test reconnects with other OPTIONS; a pool keeps the connections it opened",
+)
+@pytest.mark.skipif(
+    find_spec("psycopg") is None,
+    reason="server_side_binding and prepare_threshold are psycopg 3's OPTIONS; psycopg2 binds "
+    "parameters on the client and prepares nothing",
 )
 def test_prepared_statements_are_djangos_options(model_port: ModelCheckpointCommandPort) -> None:
     """The port prepares nothing of its own: with Django's OPTIONS for it (psycopg 3's server-side

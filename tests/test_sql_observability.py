@@ -167,6 +167,10 @@ _VALUE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+# A list parameter as psycopg2 inlines it (``ARRAY['a','b']``; psycopg 3 writes one literal):
+# one value, as the tracers' ``%s``.
+_ARRAY = re.compile(r"\bARRAY\[\s*\?(?:\s*,\s*\?)*\s*\]")
+
 
 def normalised(statements: Iterable[str]) -> list[str]:
     """Each statement with values and placeholders as ``?``; transaction control left out."""
@@ -175,7 +179,7 @@ def normalised(statements: Iterable[str]) -> list[str]:
         if _TRANSACTION_CONTROL.match(sql):
             continue
         text = _EXECUTEMANY.sub("", sql.strip()).replace("%%", "%")
-        text = _VALUE.sub("?", _SAVEPOINT_ID.sub("sp", text))
+        text = _ARRAY.sub("?", _VALUE.sub("?", _SAVEPOINT_ID.sub("sp", text)))
         text = re.sub(r"\(\s+", "(", re.sub(r"\s+", " ", text))
         shapes.append(text.strip().rstrip(";"))
     return shapes

@@ -8,11 +8,13 @@ project's own handler and its other views are untouched. Field errors keep DRF's
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.signals import got_request_exception
-from django.db import DataError, InterfaceError, OperationalError
+from django.db import DataError, InterfaceError, OperationalError, connections
 from django.utils.log import log_response
 from rest_framework import status
 from rest_framework.exceptions import ErrorDetail, ValidationError
@@ -125,6 +127,47 @@ def _known(exc: Exception, context: dict[str, Any]) -> Response | None:
         detail = handled.data["detail"]
         handled.data["code"] = detail.code if isinstance(detail, ErrorDetail) else "error"
     return handled
+
+
+@contextmanager
+def nul_refusals_as_data_errors() -> Iterator[None]:
+    """While a view runs, a NUL the database driver refuses is Django's ``DataError``, whatever the driver.
+
+    PostgreSQL cannot hold NUL in text. psycopg 3 refuses such a parameter with an error Django
+    translates to ``DataError`` (a 400 below); psycopg2 refuses it with a bare ``ValueError``
+    before sending the statement, which would be a 500. The app refuses NUL in its own input
+    before any query, but the host's authentication looks up what the client sent (a NUL in
+    Basic credentials, say). Installed with ``execute_wrapper`` on every connection, so only
+    a statement's own execution is watched, and only a ``ValueError`` for parameters that hold
+    a NUL is translated: any other ``ValueError`` stays the bug it is.
+    """
+    with ExitStack() as stack:
+        for connection in connections.all():
+            stack.enter_context(connection.execute_wrapper(nul_refused_as_data_error))
+        yield
+
+
+def nul_refused_as_data_error(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
+) -> Any:
+    """An ``execute_wrapper``: the driver's ``ValueError`` for a NUL in ``params`` as ``DataError``."""
+    try:
+        return execute(sql, params, many, context)
+    except ValueError as exc:
+        if not holds_nul(params):
+            raise
+        raise DataError(str(exc)) from exc
+
+
+def holds_nul(params: Any) -> bool:
+    """Whether a statement's parameters (a sequence, a mapping, or many of them) hold a str with NUL."""
+    if isinstance(params, str):
+        return "\x00" in params
+    if isinstance(params, dict):
+        return any(holds_nul(value) for value in params.values())
+    if isinstance(params, list | tuple):
+        return any(holds_nul(value) for value in params)
+    return False
 
 
 def _unexpected(exc: Exception, context: dict[str, Any]) -> Response:

@@ -10,6 +10,7 @@ import builtins
 from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponseBase
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django_filters.rest_framework import DjangoFilterBackend
@@ -26,7 +27,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from turnstate_app.api import schema
-from turnstate_app.api.exceptions import turnstate_exception_handler
+from turnstate_app.api.exceptions import nul_refusals_as_data_errors, turnstate_exception_handler
 from turnstate_app.api.filters import CheckpointFilter, PauseFilter
 from turnstate_app.api.pagination import CreatedCursorPagination
 from turnstate_app.api.parsers import BoundedJSONParser
@@ -65,6 +66,12 @@ class TurnstateViewSet(viewsets.GenericViewSet[_M]):
 
     def get_exception_handler(self) -> Any:
         return turnstate_exception_handler
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        # The host's authentication runs in here too: a NUL it sends to the database is a
+        # 400 on every driver (psycopg2 refuses one with a bare ValueError).
+        with nul_refusals_as_data_errors():
+            return super().dispatch(request, *args, **kwargs)
 
 
 class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateViewSet[Pause]):
