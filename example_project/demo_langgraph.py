@@ -137,7 +137,7 @@ class LangGraphDemo(Demo):
             again,
             after,
         )
-        say(f"8. The last hand-off delivered again to the worker (pid {again['pid']}) ran nothing:")
+        say(f"8. The last hand-off delivered again to the worker (pid {worker.pid}) ran nothing:")
         say(f"   ran={again['ran']} reason={again['reason']!r}; node runs and checkpoints unchanged.")
 
         listing = self.manage("list orphans", "turnstate_langgraph_orphans")

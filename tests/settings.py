@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from importlib.util import find_spec
 from typing import Any
 
 import dj_database_url
@@ -29,6 +30,10 @@ INSTALLED_APPS = [
     "turnstate_app",
     "turnstate_app.contrib.langgraph",
     "turnstate_app.contrib.pydantic_ai",
+    # turnstate_app.tasks on django-tasks-db's worker (tests/contrib/test_continue_pause.py); the
+    # tasks API is Django 6's own, or the django-tasks backport on 5.2.
+    *(["django_tasks"] if find_spec("django.tasks") is None and find_spec("django_tasks") else []),
+    *(["django_tasks_db"] if find_spec("django_tasks_db") else []),
 ]
 
 MIDDLEWARE = [

@@ -171,3 +171,46 @@ def test_manage_py_check_refuses_the_app_routed_away_from_its_users(settings: An
     settings.DATABASE_ROUTERS = ["tests.routers.TurnstateElsewhere"]
     with pytest.raises(SystemCheckError, match=r"turnstate\.E012"):
         call_command("check", stdout=StringIO(), stderr=StringIO())
+
+
+@pytest.mark.parametrize(
+    "value", [["tests.contrib.registered.trip"], {"": "tests.contrib.registered.trip"}, "x"]
+)
+def test_e015_agents_not_a_dict_of_names_to_paths(turnstate_settings: Any, value: Any) -> None:
+    assert ids(turnstate_settings, {"AGENTS": value}) == ["turnstate.E015"]
+
+
+@pytest.mark.parametrize("path", ["tests.no_such_module.graph", "logging.no_such_name", "graph", 3])
+def test_e016_an_agents_path_that_does_not_import(turnstate_settings: Any, path: Any) -> None:
+    assert ids(turnstate_settings, {"AGENTS": {"trip": path}}) == ["turnstate.E016"]
+
+
+def test_e017_an_agents_entry_whose_object_has_another_name(turnstate_settings: Any) -> None:
+    turnstate_settings.replace({"AGENTS": {"trip": "tests.contrib.registered.travel"}})
+    (message,) = check_settings()
+    assert message.id == "turnstate.E017" and "named 'travel', not 'trip'" in message.msg
+
+
+def test_agents_keyed_by_their_own_names_pass(turnstate_settings: Any) -> None:
+    from tests.contrib.registered import AGENTS
+
+    assert ids(turnstate_settings, {"AGENTS": dict(AGENTS)}) == []
+
+
+@pytest.mark.django_db
+def test_w005_a_contrib_with_unapplied_migrations_warns_and_check_database_says_so() -> None:
+    from django.core.checks import WARNING
+    from django.db import connection
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from turnstate_app.checks import check_contrib_migrations
+
+    assert check_contrib_migrations(databases=["default"]) == []
+    assert check_contrib_migrations() == []  # not a database check run: the database is not asked
+    MigrationRecorder(connection).migration_qs.filter(app="turnstate_langgraph").delete()  # rolled back
+    (message,) = check_contrib_migrations(databases=["default"])
+    assert message.id == "turnstate.W005" and message.level == WARNING  # never blocks `migrate`
+    assert "turnstate_langgraph.0001_initial" in message.msg and "manage.py migrate" in str(message.hint)
+    out = StringIO()
+    call_command("check", databases=["default"], stdout=out, stderr=out)
+    assert "turnstate.W005" in out.getvalue()

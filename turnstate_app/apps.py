@@ -13,7 +13,12 @@ class TurnstateConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from turnstate_app.checks import check_databases, check_packet_limit, check_settings
+        from turnstate_app.checks import (
+            check_contrib_migrations,
+            check_databases,
+            check_packet_limit,
+            check_settings,
+        )
         from turnstate_app.conf import conf
         from turnstate_app.ports.default import reset_default_store
         from turnstate_app.retention import erase_owned_pauses
@@ -21,6 +26,7 @@ class TurnstateConfig(AppConfig):
         checks.register(check_settings, "turnstate")
         checks.register(check_packet_limit, "turnstate", checks.Tags.database)
         checks.register(check_databases, "turnstate")
+        checks.register(check_contrib_migrations, "turnstate", checks.Tags.database)
         setting_changed.connect(conf.reset, dispatch_uid="turnstate_reset_conf")
         setting_changed.connect(reset_default_store, dispatch_uid="turnstate_reset_store")
         # A deleted person's pauses cascade; this removes the rows those pauses left in the store.

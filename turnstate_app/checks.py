@@ -12,6 +12,7 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.db import router
 from django.utils.module_loading import import_string
 
+from turnstate_app.agents import import_agent, name_of
 from turnstate_app.conf import DEFAULTS, conf
 from turnstate_app.contracts import CheckpointCommandPort
 
@@ -59,6 +60,7 @@ def check_settings(**_: Any) -> list[CheckMessage]:
     messages += _check_handler(raw)
     messages += _check_handoff_timeout(raw)
     messages += _check_stalled_after(raw)
+    messages += _check_agents(raw)
     return messages
 
 
@@ -201,6 +203,88 @@ def _check_stalled_after(raw: dict[str, Any]) -> list[CheckMessage]:
             id="turnstate.E014",
         )
     ]
+
+
+def _check_agents(raw: dict[str, Any]) -> list[CheckMessage]:
+    """E015: not a dict of names to paths. E016: a path that does not import. E017: a name that
+    is not the object's own (the task would refuse every pause it is meant for)."""
+    agents = raw.get("AGENTS", {})
+    if not isinstance(agents, dict) or not all(isinstance(name, str) and name for name in agents):
+        return [
+            Error(
+                f"TURNSTATE['AGENTS'] must be a dict of names to dotted paths, not {agents!r}.",
+                hint="Set AGENTS = {'trip_planner': 'myproject.agents.trip_planner'}: each key the "
+                "name a pause records (graph.name / agent.name), each value where that object lives.",
+                id="turnstate.E015",
+            )
+        ]
+    messages: list[CheckMessage] = []
+    for name, path in agents.items():
+        try:
+            target = import_agent(name, path)
+        except Exception as exc:  # an import that fails in any way is the finding
+            detail = str(exc) if isinstance(exc, ImportError) else f"{path!r} fails to import ({exc!r})"
+            messages.append(
+                Error(
+                    f"TURNSTATE['AGENTS']: {detail}.",
+                    hint="Give the dotted path of a module-level compiled graph or agent, and install "
+                    "its framework's extra (turnstate-app[langgraph] or turnstate-app[pydantic-ai]).",
+                    id="turnstate.E016",
+                )
+            )
+            continue
+        if name_of(target) != name:
+            messages.append(
+                Error(
+                    f"TURNSTATE['AGENTS'][{name!r}] = {path!r} is named {name_of(target)!r}, not {name!r}: "
+                    "its pauses record its own name, so none would ever be continued under this key.",
+                    hint=f"Use the object's name as the key, or name it {name!r} where it is built "
+                    f"(builder.compile(name={name!r}), Agent(..., name={name!r})).",
+                    id="turnstate.E017",
+                )
+            )
+    return messages
+
+
+def check_contrib_migrations(databases: Any = None, **_: Any) -> list[CheckMessage]:
+    """W005: an installed integration whose tables are not migrated yet (a database check).
+
+    Run by ``check --database default`` and by ``migrate`` before it migrates: a warning, so
+    it never blocks the ``migrate`` that fixes it, and says why ``graph.invoke`` would fail.
+    """
+    if not databases:
+        return []
+    from django.apps import apps
+    from django.db import connections
+    from django.db.migrations.loader import MigrationLoader
+
+    contribs = [c.label for c in apps.get_app_configs() if c.name.startswith("turnstate_app.contrib.")]
+    messages: list[CheckMessage] = []
+    for alias in databases:
+        labels = [label for label in contribs if router.allow_migrate(alias, label)]
+        if not labels:
+            continue
+        loader = MigrationLoader(connections[alias], ignore_no_migrations=True)
+        for label in labels:
+            unapplied = sorted(
+                {
+                    f"{app}.{migration}"
+                    for leaf in loader.graph.leaf_nodes(label)
+                    for app, migration in loader.graph.forwards_plan(leaf)
+                    if app == label and (app, migration) not in loader.applied_migrations
+                }
+            )
+            if unapplied:
+                messages.append(
+                    Warning(
+                        f"{label} (installed) has unapplied migrations on database {alias!r}: "
+                        f"{', '.join(unapplied)}; its tables are missing until they are applied.",
+                        hint="Run `python manage.py migrate` (all apps, not `migrate turnstate_app` "
+                        "alone): expected before the first migrate, which this warning never blocks.",
+                        id="turnstate.W005",
+                    )
+                )
+    return messages
 
 
 def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:

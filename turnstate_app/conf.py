@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     # (module, name) pairs the LangGraph saver's default serializer may construct on load,
     # beyond LangGraph's own safe types (turnstate_app.contrib.langgraph).
     "LANGGRAPH_MSGPACK_ALLOWLIST": [],
+    # {name: dotted path} of the compiled graphs and agents the project continues; the name is
+    # the identity a pause records (graph.name / agent.name). turnstate_app.tasks looks them up.
+    "AGENTS": {},
 }
 
 
@@ -92,6 +95,11 @@ class TurnstateSettings:
     @property
     def LANGGRAPH_MSGPACK_ALLOWLIST(self) -> list[tuple[str, ...]]:  # noqa: N802
         return [tuple(entry) for entry in self._get("LANGGRAPH_MSGPACK_ALLOWLIST")]
+
+    @property
+    def AGENTS(self) -> dict[str, str]:  # noqa: N802
+        value = self._get("AGENTS")
+        return dict(value) if isinstance(value, dict) else {}
 
 
 conf = TurnstateSettings()

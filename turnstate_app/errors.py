@@ -48,6 +48,10 @@ class PauseExpiredError(TurnStateError):
     """The token is past its max age."""
 
 
+class PauseNotAnsweredError(TurnStateError):
+    """``resumed(jti)`` of a pause that is not answered (pending or expired): nothing to continue yet."""
+
+
 class CheckpointFieldError(TurnStateError, ValueError):
     """A value handed to a port breaks a limit; refused before anything is written.
 

@@ -56,10 +56,10 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     )
 
 
-def trip_agent() -> Agent[str, str | DeferredToolRequests]:
-    """The agent; its dependency is the run id, so a booking names its run."""
-    agent: Agent[str, str | DeferredToolRequests] = Agent(
-        FunctionModel(_respond), deps_type=str, output_type=[str, DeferredToolRequests], name="booking"
+def trip_agent() -> Agent[None, str | DeferredToolRequests]:
+    """The agent; a booking finds its run by the conversation it runs in."""
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(_respond), output_type=[str, DeferredToolRequests], name="booking"
     )
 
     @agent.tool_plain
@@ -68,28 +68,34 @@ def trip_agent() -> Agent[str, str | DeferredToolRequests]:
         raise CallDeferred(metadata={"question": question}, kind="question")
 
     @agent.tool(requires_approval=True)
-    async def book_flight(ctx: RunContext[str], destination: str, seats: int) -> str:
+    async def book_flight(ctx: RunContext[None], destination: str, seats: int) -> str:
         """Book seats (spends money: a staff member approves it first)."""
-        await sync_to_async(Booking.objects.create, thread_sensitive=True)(
-            run_id=ctx.deps, destination=destination, seats=seats, booked_by_pid=os.getpid()
-        )
+        await sync_to_async(book, thread_sensitive=True)(str(ctx.conversation_id), destination, seats)
         return f"{seats} seats to {destination}"
 
     return agent
+
+
+agent = trip_agent()
+"""The agent ``TURNSTATE["AGENTS"]["booking"]`` names: the task worker continues its pauses with it."""
+
+
+def book(conversation_id: str, destination: str, seats: int) -> None:
+    run_id = AgentRun.objects.values_list("run_id", flat=True).get(thread_id=conversation_id)
+    Booking.objects.create(run_id=run_id, destination=destination, seats=seats, booked_by_pid=os.getpid())
 
 
 def start_trip(owner: Any) -> tuple[str, list[MintedPause]]:
     """Run the agent until it stops for the question and the approval; save it; pause."""
     run_id = f"trip-run-{uuid.uuid4().hex[:12]}"
     conversation_id = f"trip-{uuid.uuid4().hex[:12]}"
-    agent = trip_agent()
     store = DjangoConversationStore()
-    result = agent.run_sync(PROMPT, deps=run_id, conversation=Conversation(conversation_id=conversation_id))
+    result = agent.run_sync(PROMPT, conversation=Conversation(conversation_id=conversation_id))
     store.save_sync(result)
-    pauses = pause_deferred(result, store=store, run_id=run_id, session_id="demo", owner=owner, agent=agent)
     AgentRun.objects.create(
         run_id=run_id, thread_id=conversation_id, transcript=transcript(result.conversation)
     )
+    pauses = pause_deferred(result, store=store, run_id=run_id, session_id="demo", owner=owner, agent=agent)
     return run_id, pauses
 
 

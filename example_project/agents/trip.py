@@ -86,3 +86,7 @@ def trip_graph() -> Any:
     builder.add_edge("details", "book")
     builder.add_edge("book", END)
     return builder.compile(checkpointer=DjangoCheckpointSaver(), name="trip")
+
+
+graph = trip_graph()
+"""The graph ``TURNSTATE["AGENTS"]["trip"]`` names: the task worker continues the trip's pauses with it."""

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.models import AgentRun
+from agents.runs import shown
 from agents.trips import trip_state
 
 
@@ -17,14 +18,7 @@ def run_detail(request: Request, run_id: str) -> Response:
     run = AgentRun.objects.filter(run_id=run_id).first()
     if run is None:
         return Response({"detail": "no such run"}, status=404)
-    return Response(
-        {
-            "run_id": run.run_id,
-            "status": run.status,
-            "transcript": run.transcript,
-            "continued_by_pid": run.continued_by_pid,
-        }
-    )
+    return Response({"run_id": run.run_id, **shown(run)})
 
 
 @api_view(["GET"])

@@ -109,7 +109,14 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 TURNSTATE = {
     "PORT": "turnstate_app.ports.ModelCheckpointCommandPort",
     "TOKEN_MAX_AGE": 24 * 3600,
-    "RESUME_HANDLER": "agents.handoff.enqueue_continuation",
+    # Every answer becomes a continue_pause task; db_worker continues it with the AGENTS entry
+    # the pause's graph.name / agent.name names. (`make demo`'s scripted agent, no framework's,
+    # brings its own handler: DEMO_RESUME_HANDLER.)
+    "RESUME_HANDLER": os.environ.get("DEMO_RESUME_HANDLER", "turnstate_app.handoff.enqueue_continuation"),
+    "AGENTS": {
+        "trip": "agents.trip.graph",  # make demo-langgraph
+        **({"booking": "agents.booking.agent"} if find_spec("pydantic_ai") else {}),  # make demo-pydantic-ai
+    },
 }
 
 LOGGING = {

@@ -32,6 +32,7 @@ BLOCKER = textwrap.dedent(
     settings.INSTALLED_APPS = apps
     django.setup()
     import turnstate_app.pauses, turnstate_app.models, turnstate_app.retention, turnstate_app.admin
+    import turnstate_app.tasks, turnstate_app.handoff  # the task imports a framework when a pause comes
     import turnstate_app.contrib.langgraph  # the package itself loads lazily
     import turnstate_app.contrib.pydantic_ai  # so does this one
     assert not [m for m in sys.modules if m.split(".")[0] in ("langgraph", "langchain_core", "pydantic_ai")]

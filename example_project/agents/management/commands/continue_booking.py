@@ -15,14 +15,15 @@ class Command(BaseCommand):
         parser.add_argument("jti", help="the pause whose answer to deliver again")
 
     def handle(self, *args: Any, jti: str, **options: Any) -> None:
-        from agents.booking_tasks import continue_booking_now
         from agents.models import AgentRun, Booking
+        from agents.runs import shown
         from turnstate_app.models import Pause
+        from turnstate_app.tasks import continue_pause
 
         run_id = Pause.objects.filter(jti=jti).values_list("run_id", flat=True).first()
         if run_id is None:
             raise CommandError(f"no pause {jti!r}")
-        outcome = continue_booking_now(jti)
+        outcome = continue_pause.call(jti)  # the task itself, here and now
         outcome["bookings"] = Booking.objects.filter(run_id=run_id).count()
-        outcome["status"] = AgentRun.objects.get(run_id=run_id).status
+        outcome["status"] = shown(AgentRun.objects.get(run_id=run_id))["status"]
         self.stdout.write(json.dumps(outcome, default=str))

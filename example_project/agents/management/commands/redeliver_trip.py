@@ -8,12 +8,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents.tasks import continue_trip
 from turnstate_app.models import Pause
+from turnstate_app.tasks import continue_pause
 
 
 class Command(BaseCommand):
-    help = "Enqueue the trip's continuation task again for an answered pause; print what the worker returned."
+    help = "Enqueue continue_pause again for an answered pause; print what the worker returned."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("jti")
@@ -22,7 +22,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, jti: str, timeout: float, **options: Any) -> None:
         if not Pause.objects.filter(jti=jti).exists():
             raise CommandError(f"no pause {jti!r}")
-        result = continue_trip.enqueue(jti)
+        result = continue_pause.enqueue(jti)
         deadline = time.monotonic() + timeout
         while not result.is_finished:
             if time.monotonic() > deadline:

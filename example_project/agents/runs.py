@@ -1,0 +1,34 @@
+"""A run as a chat UI shows it. A PydanticAI run is read from its saved conversation and the
+ledger: the task worker that continues it writes nothing of the demo's own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+
+from agents.models import AgentRun, Booking
+from turnstate_app.models import Pause
+
+
+def shown(run: AgentRun) -> dict[str, Any]:
+    conversation = saved_conversation(run.thread_id)
+    if conversation is None:  # the scripted agent keeps its transcript on the run
+        return {"status": run.status, "transcript": run.transcript, "continued_by_pid": run.continued_by_pid}
+    from agents.booking import transcript
+
+    continued = Pause.objects.filter(run_id=run.run_id, continued_at__isnull=False).exists()
+    booked_by = Booking.objects.filter(run_id=run.run_id).values_list("booked_by_pid", flat=True).first()
+    return {
+        "status": "continued" if continued else "paused",
+        "transcript": transcript(conversation),
+        "continued_by_pid": booked_by,
+    }
+
+
+def saved_conversation(thread_id: str) -> Any:
+    if not apps.is_installed("turnstate_app.contrib.pydantic_ai"):
+        return None
+    from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
+
+    return DjangoConversationStore().load_sync(thread_id)

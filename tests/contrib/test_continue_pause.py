@@ -1,0 +1,210 @@
+"""``turnstate_app.tasks.continue_pause``: an answer continued by the graph or agent ``AGENTS`` names.
+
+Run in-process (``Task.call``) and by django-tasks-db's real worker (``manage.py db_worker
+--batch``) in a child process: Django 6's ``django.tasks`` or the ``django-tasks`` backport on
+5.2, whichever this environment has.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+import django
+import pytest
+from django.db import connection
+
+from tests.contrib.pydantic_ai.agents import first_run, tool_runs, travel_agent
+from tests.contrib.pydantic_ai.conversations import sync
+from tests.contrib.registered import AGENTS, trip
+from tests.demo_runs import ROOT, this_tree
+from turnstate_app.contrib.langgraph import pause_interrupts
+from turnstate_app.contrib.pydantic_ai import DjangoConversationStore, pause_deferred
+from turnstate_app.errors import InteractionConfigurationError
+from turnstate_app.keys import continuation_key
+from turnstate_app.models import CheckpointMetadata, Pause
+from turnstate_app.pauses import MintedPause, resume_pause
+from turnstate_app.tasks import continue_pause
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+APPROVE = {"approved": True}
+
+
+@pytest.fixture
+def agents(turnstate_settings: Any) -> Any:
+    turnstate_settings["AGENTS"] = dict(AGENTS)
+    return turnstate_settings
+
+
+def paused_trip() -> tuple[str, MintedPause]:
+    thread = f"trip-{uuid.uuid4().hex[:12]}"
+    config: Any = {"configurable": {"thread_id": thread}}
+    trip.invoke({"transcript": []}, config)
+    (minted,) = pause_interrupts(trip, config, run_id=thread, session_id="s")
+    return thread, minted
+
+
+def paused_travel(*, named: bool = True) -> list[MintedPause]:
+    agent = travel_agent(name="travel")
+    store = DjangoConversationStore()
+    result = first_run(agent, f"conv-{uuid.uuid4().hex[:12]}")
+    sync(store.save, result)
+    return pause_deferred(result, store=store, run_id="r", session_id="s", agent=agent if named else None)
+
+
+def answer_all(pauses: list[MintedPause]) -> None:
+    for minted in pauses:
+        resume_pause(minted.token, "Monday" if minted.claims.name == "ask_date" else APPROVE)
+
+
+def claimed(minted: MintedPause) -> bool:
+    return CheckpointMetadata.objects.filter(key=continuation_key(minted.claims.jti)).exists()
+
+
+def test_a_graph_pause_continues_once_however_often_the_task_is_delivered(agents: Any) -> None:
+    thread, minted = paused_trip()
+    resume_pause(minted.token, "May 4")
+    first = continue_pause.call(minted.claims.jti)
+    again = continue_pause.call(minted.claims.jti)
+    assert first == {"jti": minted.claims.jti, "ran": True, "reason": None, "minted": []}
+    assert again["ran"] is False and again["reason"] == "already continued"
+    transcript = trip.get_state({"configurable": {"thread_id": thread}}).values["transcript"]
+    assert transcript == ["planned", "answered May 4", "booked for May 4"]
+
+
+def test_an_agent_group_continues_once_and_runs_the_approved_tool_once(agents: Any) -> None:
+    pauses = paused_travel()
+    answer_all(pauses)
+    outcomes = [continue_pause.call(minted.claims.jti) for minted in [*pauses, *pauses]]
+    assert [outcome["ran"] for outcome in outcomes] == [True, False, False, False]
+    assert tool_runs("book_flight") == 1
+
+
+def test_a_pause_with_no_identity_is_a_failed_continuation_naming_agent_and_agents(agents: Any) -> None:
+    pauses = paused_travel(named=False)
+    answer_all(pauses)
+    outcome = continue_pause.call(pauses[0].claims.jti)
+    assert outcome["ran"] is False
+    assert "agent=" in outcome["reason"] and "AGENTS" in outcome["reason"]
+    pause = Pause.objects.get(jti=pauses[0].claims.jti)
+    assert pause.continuation_failure == outcome["reason"] and pause.continued_at is None
+    assert not any(claimed(minted) for minted in pauses)
+    assert tool_runs("book_flight") == 0
+
+
+def test_a_name_agents_does_not_hold_is_refused_before_anything_is_claimed(turnstate_settings: Any) -> None:
+    turnstate_settings["AGENTS"] = {"travel": AGENTS["travel"]}
+    _, minted = paused_trip()
+    resume_pause(minted.token, "May 4")
+    with pytest.raises(
+        InteractionConfigurationError, match=r"no TURNSTATE\['AGENTS'\] entry for 'task-trip'"
+    ):
+        continue_pause.call(minted.claims.jti)
+    assert not claimed(minted)
+    assert Pause.objects.get(jti=minted.claims.jti).continuation_failure is None
+    turnstate_settings["AGENTS"] = dict(AGENTS)  # fixed: the same task continues it
+    assert continue_pause.call(minted.claims.jti)["ran"] is True
+
+
+def test_an_entry_named_otherwise_is_refused(turnstate_settings: Any) -> None:
+    turnstate_settings["AGENTS"] = {"task-trip": AGENTS["travel"]}
+    _, minted = paused_trip()
+    resume_pause(minted.token, "May 4")
+    with pytest.raises(InteractionConfigurationError, match="an object called 'travel'"):
+        continue_pause.call(minted.claims.jti)
+    assert not claimed(minted)
+
+
+def test_a_framework_that_is_not_installed_is_refused_naming_its_extra(
+    turnstate_settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    pauses = paused_travel()
+    answer_all(pauses)
+    # As if pydantic-ai were not installed in the worker: the entry's module cannot import it.
+    (tmp_path / "worker_agents.py").write_text(
+        "from pydantic_ai import Agent\ntravel = Agent(name='travel')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "pydantic_ai", None)
+    turnstate_settings["AGENTS"] = {"travel": "worker_agents.travel"}
+    extra = r"does not import \(import of pydantic_ai halted.*turnstate-app\[pydantic-ai\]"
+    with pytest.raises(InteractionConfigurationError, match=extra):
+        continue_pause.call(pauses[0].claims.jti)
+    assert not any(claimed(minted) for minted in pauses)
+    assert tool_runs("book_flight") == 0
+
+
+def test_enqueue_continuation_on_the_immediate_backend_continues_on_the_hand_off(agents: Any) -> None:
+    agents["RESUME_HANDLER"] = "turnstate_app.handoff.enqueue_continuation"
+    thread, minted = paused_trip()
+    resume_pause(minted.token, "May 4")
+    pause = Pause.objects.get(jti=minted.claims.jti)
+    assert pause.continued_at is not None and pause.handed_off_at is not None
+
+
+# -- the real worker ----------------------------------------------------------------------
+
+
+def db_worker() -> subprocess.CompletedProcess[str]:
+    """django-tasks-db's worker in a child process: every task enqueued, then exit (``--batch``)."""
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.settings_worker",
+        TURNSTATE_WORKER_DB=str(connection.settings_dict["NAME"]),
+    )
+    command = [sys.executable, "-m", "django", "db_worker", "--batch", "--no-startup-delay", "--no-reload"]
+    return subprocess.run(command, cwd=ROOT, env=this_tree(env), capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def database_backend(agents: Any, settings: Any) -> Any:
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    agents["RESUME_HANDLER"] = "turnstate_app.handoff.enqueue_continuation"
+    return agents
+
+
+def test_the_tasks_api_is_djangos_own_on_6_and_the_backport_on_5_2() -> None:
+    expected = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
+    assert type(continue_pause).__module__.startswith(expected + ".")
+
+
+def test_the_db_worker_continues_a_graph_once_also_when_the_task_is_redelivered(
+    database_backend: Any,
+) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    thread, minted = paused_trip()
+    resume_pause(minted.token, "May 4")  # the hand-off enqueues continue_pause
+    assert DBTaskResult.objects.count() == 1
+    worker = db_worker()
+    assert worker.returncode == 0, worker.stderr
+    again = continue_pause.enqueue(minted.claims.jti)  # a redelivered task
+    worker = db_worker()
+    assert worker.returncode == 0, worker.stderr
+    results: list[Any] = list(
+        DBTaskResult.objects.order_by("enqueued_at").values_list("status", "return_value")
+    )
+    assert [status for status, _ in results] == ["SUCCESSFUL", "SUCCESSFUL"]
+    assert results[0][1]["ran"] is True
+    again.refresh()
+    returned: Any = again.return_value
+    assert returned["ran"] is False and returned["reason"] == "already continued"
+    transcript = trip.get_state({"configurable": {"thread_id": thread}}).values["transcript"]
+    assert transcript == ["planned", "answered May 4", "booked for May 4"]  # the node ran once
+
+
+def test_the_db_worker_continues_an_agent_group_once(database_backend: Any) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    pauses = paused_travel()
+    answer_all(pauses)
+    worker = db_worker()
+    assert worker.returncode == 0, worker.stderr
+    values: list[Any] = list(DBTaskResult.objects.values_list("return_value", flat=True))
+    returned = sorted(values, key=lambda r: r["ran"])
+    assert [r["ran"] for r in returned] == [False, True]
+    assert tool_runs("book_flight") == 1

@@ -1,0 +1,84 @@
+"""``TURNSTATE["AGENTS"]``: the graphs and agents a project continues, by the name a pause records.
+
+Resolving a name imports only what its dotted path names, so a framework is imported when a
+pause of that framework comes (or when ``check`` looks), never when the app loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+from django.utils.module_loading import import_string
+
+from turnstate_app.conf import conf
+from turnstate_app.errors import InteractionConfigurationError
+
+FRAMEWORKS = {
+    # root package of the object's class -> (contrib app, extra)
+    "langgraph": ("turnstate_app.contrib.langgraph", "langgraph"),
+    "pydantic_ai": ("turnstate_app.contrib.pydantic_ai", "pydantic-ai"),
+}
+
+
+def import_agent(name: str, path: Any) -> Any:
+    """The object ``path`` names, or ``ImportError`` saying which entry and why."""
+    if not isinstance(path, str) or "." not in path:
+        raise ImportError(f"AGENTS[{name!r}] = {path!r} is not a dotted path")
+    try:
+        return import_string(path)
+    except ImportError as exc:
+        raise ImportError(f"AGENTS[{name!r}] = {path!r} does not import ({exc})") from exc
+
+
+def name_of(target: Any) -> Any:
+    """What the object calls itself (``graph.name`` / ``agent.name``); None when it has no name."""
+    return getattr(target, "name", None)
+
+
+def framework_of(target: Any) -> str | None:
+    """The root package ("langgraph", "pydantic_ai") of the class (or a base class) of ``target``."""
+    for klass in type(target).__mro__:
+        root = klass.__module__.partition(".")[0]
+        if root in FRAMEWORKS:
+            return root
+    return None
+
+
+def agent_for(name: str) -> tuple[Any, str]:
+    """The graph or agent ``AGENTS`` names ``name``, and the contrib app that continues it.
+
+    ``InteractionConfigurationError`` (wiring) when there is no such entry, it does not import
+    (its framework not installed), it is not a graph or agent of a supported framework, its
+    own name differs, or its contrib app is not installed.
+    """
+    agents = conf.AGENTS
+    if name not in agents:
+        known = ", ".join(map(repr, agents)) or "none"
+        raise InteractionConfigurationError(
+            f"no TURNSTATE['AGENTS'] entry for {name!r} (entries: {known}): add "
+            f"{name!r}: 'dotted.path.to.it'; the pause stays answered and nothing was claimed"
+        )
+    try:
+        target = import_agent(name, agents[name])
+    except ImportError as exc:
+        raise InteractionConfigurationError(
+            f"{exc}; is its framework installed (pip install 'turnstate-app[langgraph]' or "
+            "'turnstate-app[pydantic-ai]')? The pause stays answered and nothing was claimed"
+        ) from exc
+    if name_of(target) != name:
+        raise InteractionConfigurationError(
+            f"AGENTS[{name!r}] names an object called {name_of(target)!r}: the key must be its name"
+        )
+    framework = framework_of(target)
+    if framework is None:
+        raise InteractionConfigurationError(
+            f"AGENTS[{name!r}] is a {type(target).__name__}, neither a compiled LangGraph graph "
+            "nor a PydanticAI agent"
+        )
+    contrib, _extra = FRAMEWORKS[framework]
+    if not apps.is_installed(contrib):
+        raise InteractionConfigurationError(
+            f"AGENTS[{name!r}] is a {framework} object, and {contrib!r} is not in INSTALLED_APPS"
+        )
+    return target, contrib
