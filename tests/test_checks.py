@@ -177,18 +177,18 @@ def test_manage_py_check_refuses_the_app_routed_away_from_its_users(settings: An
     "value", [["tests.contrib.registered.trip"], {"": "tests.contrib.registered.trip"}, "x"]
 )
 def test_e015_agents_not_a_dict_of_names_to_paths(turnstate_settings: Any, value: Any) -> None:
-    assert ids(turnstate_settings, {"AGENTS": value}) == ["turnstate.E015"]
+    assert ids(turnstate_settings, {"AGENTS": value}) == ["turnstate.E016"]
 
 
 @pytest.mark.parametrize("path", ["tests.no_such_module.graph", "logging.no_such_name", "graph", 3])
 def test_e016_an_agents_path_that_does_not_import(turnstate_settings: Any, path: Any) -> None:
-    assert ids(turnstate_settings, {"AGENTS": {"trip": path}}) == ["turnstate.E016"]
+    assert ids(turnstate_settings, {"AGENTS": {"trip": path}}) == ["turnstate.E017"]
 
 
 def test_e017_an_agents_entry_whose_object_has_another_name(turnstate_settings: Any) -> None:
     turnstate_settings.replace({"AGENTS": {"trip": "tests.contrib.registered.travel"}})
     (message,) = check_settings()
-    assert message.id == "turnstate.E017" and "named 'travel', not 'trip'" in message.msg
+    assert message.id == "turnstate.E018" and "named 'travel', not 'trip'" in message.msg
 
 
 def test_agents_keyed_by_their_own_names_pass(turnstate_settings: Any) -> None:

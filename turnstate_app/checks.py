@@ -215,7 +215,7 @@ def _check_agents(raw: dict[str, Any]) -> list[CheckMessage]:
                 f"TURNSTATE['AGENTS'] must be a dict of names to dotted paths, not {agents!r}.",
                 hint="Set AGENTS = {'trip_planner': 'myproject.agents.trip_planner'}: each key the "
                 "name a pause records (graph.name / agent.name), each value where that object lives.",
-                id="turnstate.E015",
+                id="turnstate.E016",
             )
         ]
     messages: list[CheckMessage] = []
@@ -229,7 +229,7 @@ def _check_agents(raw: dict[str, Any]) -> list[CheckMessage]:
                     f"TURNSTATE['AGENTS']: {detail}.",
                     hint="Give the dotted path of a module-level compiled graph or agent, and install "
                     "its framework's extra (turnstate-app[langgraph] or turnstate-app[pydantic-ai]).",
-                    id="turnstate.E016",
+                    id="turnstate.E017",
                 )
             )
             continue
@@ -240,7 +240,7 @@ def _check_agents(raw: dict[str, Any]) -> list[CheckMessage]:
                     "its pauses record its own name, so none would ever be continued under this key.",
                     hint=f"Use the object's name as the key, or name it {name!r} where it is built "
                     f"(builder.compile(name={name!r}), Agent(..., name={name!r})).",
-                    id="turnstate.E017",
+                    id="turnstate.E018",
                 )
             )
     return messages
