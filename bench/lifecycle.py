@@ -133,6 +133,7 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
     if target.vendor == "mysql":
         import MySQLdb
 
+        from turnstate_app.ports.packets import to_wire
         from turnstate_app.ports.statements import statements_for
 
         assert target.mysql is not None
@@ -142,7 +143,8 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
 
         def mysql_upsert(key: str, value: str) -> None:
             now = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")
-            my_cur.execute(my_sql, ("bench-floor", "cp", key, value, "bench-task", now, now))
+            wire = to_wire(value)  # as the port sends a value to MariaDB/MySQL
+            my_cur.execute(my_sql, ("bench-floor", "cp", key, wire, "bench-task", now, now))
 
         return mysql_upsert, my.close, my
     lite = sqlite_connect(target.sqlite_path)
