@@ -453,6 +453,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--n-large", type=int, default=20, help="calls per op, contender and round at 200 KB")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument(
+        "--prepared",
+        action="store_true",
+        help="PostgreSQL: Django's OPTIONS server_side_binding=True, prepare_threshold=5 (the README's)",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         default=None,
@@ -463,7 +468,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    target = make_target(args.database)
+    target = make_target(args.database, 5 if args.prepared else None, server_side_binding=args.prepared)
     if target.vendor == "postgresql":
         ensure_postgres_database(target.conninfo)
     configure(target)
