@@ -32,8 +32,8 @@ def _book(state: TripState) -> dict[str, Any]:
     return {"transcript": [f"booked for {state['answer']}"]}
 
 
-def trip_graph(saver: DjangoCheckpointSaver) -> Any:
-    """plan -> ask (interrupts) -> book."""
+def trip_graph(saver: DjangoCheckpointSaver, *, name: str | None = None) -> Any:
+    """plan -> ask (interrupts) -> book (``name``: LangGraph's default when None)."""
     builder = StateGraph(TripState)
     builder.add_node("plan", _plan)
     builder.add_node("ask", _ask)
@@ -42,7 +42,7 @@ def trip_graph(saver: DjangoCheckpointSaver) -> Any:
     builder.add_edge("plan", "ask")
     builder.add_edge("ask", "book")
     builder.add_edge("book", END)
-    return builder.compile(checkpointer=saver)
+    return builder.compile(checkpointer=saver, name=name)
 
 
 def config(thread_id: str) -> RunnableConfig:

@@ -60,16 +60,7 @@ def pause_deferred(
     name = agent_name(agent)
     conversation, requests = _paused(result)
     record = _read_record_blocking(store, conversation.conversation_id)
-    members = mint_fields(
-        conversation,
-        requests,
-        record,
-        store=store,
-        schemas=tool_schemas(agent),
-        owner=owner,
-        owners=owners,
-        agent=name,
-    )
+    members = _members(conversation, requests, record, store, agent, name, owner, owners)
     return [mint_pause(**fields, run_id=run_id, session_id=session_id) for fields in members]
 
 
@@ -87,8 +78,22 @@ async def apause_deferred(
     name = agent_name(agent)
     conversation, requests = _paused(result)
     record = await store.read_record(conversation.conversation_id)
-    minted = []
-    for fields in mint_fields(
+    members = _members(conversation, requests, record, store, agent, name, owner, owners)
+    return [await amint_pause(**fields, run_id=run_id, session_id=session_id) for fields in members]
+
+
+def _members(
+    conversation: Any,
+    requests: Any,
+    record: Any,
+    store: ConversationStore,
+    agent: Any,
+    name: str | None,
+    owner: Any,
+    owners: Mapping[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """What both twins mint: one set of ``mint_pause`` arguments per deferred call."""
+    return mint_fields(
         conversation,
         requests,
         record,
@@ -97,9 +102,7 @@ async def apause_deferred(
         owner=owner,
         owners=owners,
         agent=name,
-    ):
-        minted.append(await amint_pause(**fields, run_id=run_id, session_id=session_id))
-    return minted
+    )
 
 
 def agent_name(agent: Any) -> str | None:
