@@ -10,6 +10,7 @@ PostgreSQL only: the other databases are covered by the tests that fail statemen
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -143,7 +144,22 @@ def with_statement_timeout(run: Callable[[], Any]) -> Any:
     try:
         return run()
     finally:
-        connection.close()  # the setting leaves with the session
+        # A pooled session outlives close(): the setting must not ride along into later tests.
+        with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
+            cursor.execute("RESET statement_timeout")
+        connection.close()
+
+
+def test_a_statement_timeout_ends_with_the_fault() -> None:
+    """Under Django's pool the session goes back to the pool: every pooled session is looked at."""
+    with_statement_timeout(lambda: None)
+    timeouts = set()
+    for _ in range(12):
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW statement_timeout")
+            timeouts.add(cursor.fetchone()[0])
+        connection.close()
+    assert timeouts == {"0"}
 
 
 SESSION_FAULTS = ["raise", "terminate", "statement_timeout"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -53,6 +54,53 @@ def test_default_store_is_rebuilt_when_settings_change(turnstate_settings: dict[
     after = get_default_store()
     assert after is not before
     assert isinstance(after.commands, InMemoryCheckpointCommandPort)
+
+
+class DefaultsReadWhileSwapped(Mapping[str, Any]):
+    """The defaults, and a ``TURNSTATE`` replaced while they are merged with it: as another
+    thread's ``override_settings`` would replace it between a reader's read and its cache write."""
+
+    def __init__(self, swap: Callable[[], None]) -> None:
+        self.swap: Callable[[], None] | None = swap
+
+    def keys(self) -> Any:
+        swap, self.swap = self.swap, None
+        if swap is not None:
+            swap()
+        return DEFAULTS.keys()
+
+    def __getitem__(self, key: str) -> Any:
+        return DEFAULTS[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(DEFAULTS)
+
+    def __len__(self) -> int:
+        return len(DEFAULTS)
+
+
+def swapping_defaults(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
+    monkeypatch.setattr("turnstate_app.conf.DEFAULTS", DefaultsReadWhileSwapped(swap))
+
+
+def test_values_read_while_the_setting_is_replaced_are_not_kept(
+    turnstate_settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turnstate_settings.replace({"TOKEN_MAX_AGE": 60})
+    swapping_defaults(monkeypatch, lambda: turnstate_settings.replace({"TOKEN_MAX_AGE": 120}))
+    assert conf.TOKEN_MAX_AGE in (60, 120)  # read while replaced: either answer was true once
+    assert conf.TOKEN_MAX_AGE == 120
+
+
+def test_a_store_built_while_the_setting_is_replaced_is_not_kept(
+    turnstate_settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turnstate_settings.replace(
+        {"PORT": "turnstate_app.ports.InMemoryCheckpointCommandPort", "REQUIRE_DURABLE": False}
+    )
+    swapping_defaults(monkeypatch, lambda: turnstate_settings.replace({}))
+    get_default_store()
+    assert isinstance(get_default_store().commands, ModelCheckpointCommandPort)
 
 
 def test_volatile_port_is_refused_when_durability_is_required(

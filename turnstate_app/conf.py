@@ -35,15 +35,21 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+_UNSET = object()
+"""``TURNSTATE`` is absent: a sentinel, so that the cache can tell "still absent" by identity."""
+
+
 class TurnstateSettings:
     """Typed, lazy view of ``settings.TURNSTATE``.
 
-    Resolved on first use and cached (the port reads it on every write), and forgotten
-    whenever ``TURNSTATE`` changes, so ``override_settings`` still works.
+    Resolved on first use and cached (the port reads it on every write). The cache remembers
+    the very ``TURNSTATE`` object it was resolved from and is used only while that object is
+    still the setting: a thread that resolves while ``override_settings`` swaps the setting can
+    never leave the old values behind, whatever order signals and threads run in.
     """
 
     def __init__(self) -> None:
-        self._resolved: dict[str, Any] | None = None
+        self._cache: tuple[object, dict[str, Any]] | None = None
 
     @property
     def raw(self) -> Any:
@@ -51,17 +57,22 @@ class TurnstateSettings:
         return getattr(settings, "TURNSTATE", {})
 
     def reset(self, *, setting: str = "TURNSTATE", **_: Any) -> None:
-        """Forget the resolved values (connected to ``setting_changed``)."""
+        """Forget the resolved values now (connected to ``setting_changed``)."""
         if setting == "TURNSTATE":
-            self._resolved = None
+            self._cache = None
+
+    def values(self) -> dict[str, Any]:
+        """Every key, the user's over the defaults; the same dict until ``TURNSTATE`` changes."""
+        source = getattr(settings, "TURNSTATE", _UNSET)
+        cached = self._cache  # one read: another thread may replace it meanwhile
+        if cached is not None and cached[0] is source:
+            return cached[1]
+        resolved = {**DEFAULTS, **(source if isinstance(source, dict) else {})}
+        self._cache = (source, resolved)
+        return resolved
 
     def _get(self, name: str) -> Any:
-        resolved = self._resolved
-        if resolved is None:
-            user = self.raw
-            resolved = {**DEFAULTS, **(user if isinstance(user, dict) else {})}
-            self._resolved = resolved
-        return resolved[name]
+        return self.values()[name]
 
     @property
     def PORT(self) -> str:  # noqa: N802 - mirrors the setting's key

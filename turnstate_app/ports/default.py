@@ -12,7 +12,8 @@ from turnstate_app.durability import require_durable_consumption
 from turnstate_app.turnstate import TurnCheckpointStore
 
 _lock = threading.Lock()
-_store: TurnCheckpointStore | None = None
+_built: tuple[dict[str, Any], TurnCheckpointStore] | None = None
+"""The store, with the resolved settings it was built from (see :meth:`TurnstateSettings.values`)."""
 
 
 def build_port() -> Any:
@@ -21,23 +22,31 @@ def build_port() -> Any:
 
 
 def get_default_store() -> TurnCheckpointStore:
-    """The configured store, built once; a volatile port is refused when durability is required."""
-    global _store
-    store = _store
-    if store is None:
-        with _lock:
-            if _store is None:
-                port = build_port()
-                if conf.REQUIRE_DURABLE:
-                    require_durable_consumption(port)
-                _store = TurnCheckpointStore(commands=port)
-            store = _store
-    return store
+    """The configured store, built once per ``TURNSTATE``; a volatile port is refused when
+    durability is required.
+
+    Kept only while the settings it was built from are still the current ones, so a store built
+    by one thread while another swaps ``TURNSTATE`` is never served after the swap.
+    """
+    global _built
+    values = conf.values()
+    built = _built
+    if built is not None and built[0] is values:
+        return built[1]
+    with _lock:
+        built = _built
+        if built is None or built[0] is not values:
+            port = import_string(values["PORT"])()
+            if values["REQUIRE_DURABLE"]:
+                require_durable_consumption(port)
+            built = (values, TurnCheckpointStore(commands=port))
+            _built = built
+    return built[1]
 
 
 def reset_default_store(*, setting: str = "TURNSTATE", **_: Any) -> None:
     """Forget the built store when ``TURNSTATE`` changes (connected to ``setting_changed``)."""
-    global _store
+    global _built
     if setting == "TURNSTATE":
         with _lock:
-            _store = None
+            _built = None
