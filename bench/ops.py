@@ -30,6 +30,9 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
+# Run as a script, this file's directory heads sys.path, where bench/langgraph.py would shadow
+# the langgraph package the LangGraph contrib imports.
+sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != BENCH_DIR]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
@@ -283,6 +286,15 @@ def measure_pages() -> dict[str, Any]:
 
     results: dict[str, Any] = {"query_first_page": timed(first_page)}
     results["query_first_page"]["rows"] = len(first_page())
+    from turnstate_app.status import lifecycle_status
+
+    statements_of_status: list[str] = []
+    with connection.execute_wrapper(counting(statements_of_status)):
+        figures = lifecycle_status().as_dict()
+    results["status"] = timed(lifecycle_status) | {
+        "queries": len(statements_of_status),
+        "figures": {k: v for k, v in figures.items() if k != "at"},
+    }
     admin, _ = get_user_model().objects.get_or_create(
         username="bench", defaults={"is_staff": True, "is_superuser": True}
     )
@@ -396,16 +408,18 @@ def main() -> None:
 
 
 def print_table(report: dict[str, Any]) -> None:
-    header = ("rows", "query page", "unresumable page", "pauses page", "store page")
-    print("\n" + "  ".join(f"{h:>{w}}" for h, w in zip(header, (9, 10, 16, 11, 10), strict=True)))
+    header = ("rows", "query page", "unresumable page", "pauses page", "store page", "status")
+    widths = (9, 10, 16, 11, 10, 10)
+    print("\n" + "  ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True)))
     for size, r in report["pages"].items():
         cells = [
             f"{r['query_first_page']['median_ms']} ms",
             f"{r['admin_unresumablepause']['median_ms']} ms/{r['admin_unresumablepause']['queries']}q",
             f"{r['admin_pause']['median_ms']} ms/{r['admin_pause']['queries']}q",
             f"{r['admin_checkpointmetadata']['median_ms']} ms/{r['admin_checkpointmetadata']['queries']}q",
+            f"{r['status']['median_ms']} ms/{r['status']['queries']}q",
         ]
-        print(f"{int(size):>9}  {cells[0]:>10}  {cells[1]:>16}  {cells[2]:>11}  {cells[3]:>10}")
+        print(f"{int(size):>9}  " + "  ".join(f"{c:>{w}}" for c, w in zip(cells, widths[1:], strict=True)))
     purge = report["purge"]
     if purge:
         print(

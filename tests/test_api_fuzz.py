@@ -93,7 +93,7 @@ def test_no_server_error_and_no_schema_violation(live_server: Any, credentials: 
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/?format=json", timeout=30)
     operations = [result.ok() for result in schema.get_all_operations() if isinstance(result, Ok)]
     ours = [operation for operation in operations if operation.path.startswith(API)]
-    assert len(ours) == 6
+    assert len(ours) == 7
     cases: Counter[str] = Counter()
     failures: list[str] = []
 
@@ -101,5 +101,5 @@ def test_no_server_error_and_no_schema_violation(live_server: Any, credentials: 
         fuzz(operation, credentials, cases, failures)
 
     print(f"\nschemathesis {dict(cases)} ({sum(cases.values())} cases)")
-    assert len(cases) == 6
+    assert len(cases) == 7
     assert failures == []

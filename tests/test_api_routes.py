@@ -20,6 +20,7 @@ OPERATION_IDS = {
     ("/api/turnstate/pauses/unresumable/", "get"): "turnstate_pauses_unresumable",
     ("/api/turnstate/checkpoints/", "get"): "turnstate_checkpoints_list",
     ("/api/turnstate/checkpoints/{id}/", "get"): "turnstate_checkpoints_retrieve",
+    ("/api/turnstate/status/", "get"): "turnstate_status",
 }
 
 

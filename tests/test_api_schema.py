@@ -20,6 +20,7 @@ OPERATIONS = {
     ("/api/turnstate/pauses/unresumable/", "get"): {200, 400, 401, 403, 503},
     ("/api/turnstate/checkpoints/", "get"): {200, 400, 401, 403, 503},
     ("/api/turnstate/checkpoints/{id}/", "get"): {200, 400, 401, 403, 404, 503},
+    ("/api/turnstate/status/", "get"): {200, 400, 401, 403, 503},
 }
 
 

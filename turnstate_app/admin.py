@@ -131,7 +131,7 @@ class ContinuationFilter(admin.SimpleListFilter):
         if value == "continued":
             return queryset.filter(continued_at__isnull=False)
         if value == "failed":
-            return queryset.filter(continuation_failure__isnull=False)
+            return queryset.continuation_failed()  # type: ignore[attr-defined, no-any-return]
         return queryset
 
 

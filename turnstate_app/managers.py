@@ -135,16 +135,7 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
             checkpoint_id=OuterRef("checkpoint_id"),
             request_key=OuterRef("key"),
         )
-        turn_states = _model("CheckpointMetadata").objects.filter(
-            thread_id=OuterRef("thread_id"),
-            checkpoint_id=OuterRef("checkpoint_id"),
-            key=Concat(Value(TURN_STATE_KEY_PREFIX), OuterRef("jti")),
-        )
-        stranded = (
-            owners.filter(effective_status_q(PauseStatus.PENDING, now))
-            .filter(Q(unresumable_reason__isnull=False) | ~Exists(turn_states))
-            .order_by("-created_at", "-pk")
-        )
+        stranded = owners.filter(stranded_q(now)).order_by("-created_at", "-pk")
         return (
             self.requests()
             .annotate(
@@ -162,6 +153,25 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
                 )
             )
         )
+
+
+def stranded_q(now: datetime) -> Q:
+    """Pauses still answerable at ``now`` whose run this store cannot continue: the turn-state
+    row is absent (the record failed at mint, or the row went later), or the ledger row says why
+    (``unresumable_reason``). Found through the status index, each probing the store's unique index."""
+    turn_states = _model("CheckpointMetadata").objects.filter(
+        thread_id=OuterRef("thread_id"),
+        checkpoint_id=OuterRef("checkpoint_id"),
+        key=Concat(Value(TURN_STATE_KEY_PREFIX), OuterRef("jti")),
+    )
+    return effective_status_q(PauseStatus.PENDING, now) & (
+        Q(unresumable_reason__isnull=False) | ~Q(Exists(turn_states))
+    )
+
+
+def continuation_failed_q() -> Q:
+    """Pauses whose continuation refused to run (``continuation_failure`` says why)."""
+    return Q(status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=False)
 
 
 def unfinished_group_q() -> Q:
@@ -304,6 +314,14 @@ class PauseQuerySet(models.QuerySet["Pause"]):
                 ledger.filter(pk=pk).update(handed_off_at=None)
                 released.append(pause.jti)
         return released
+
+    def stranded(self, now: datetime) -> PauseQuerySet:
+        """Answerable at ``now``, but their run cannot be continued from here (:func:`stranded_q`)."""
+        return self.filter(stranded_q(now))
+
+    def continuation_failed(self) -> PauseQuerySet:
+        """Answered pauses whose continuation refused to run: listed for operators."""
+        return self.filter(continuation_failed_q())
 
     def awaiting_handoff(self) -> PauseQuerySet:
         """Answered pauses whose hand-off to RESUME_HANDLER never succeeded."""

@@ -211,6 +211,10 @@ class Pause(models.Model):
         verbose_name_plural = _("pauses")
         indexes = [
             models.Index(fields=["status", "created_at"], name="turnstate_pause_status_idx"),
+            # What operators count (turnstate_status): answers still to hand off or to continue,
+            # found among the answered pauses without reading the ones long done.
+            models.Index(fields=["status", "handed_off_at"], name="turnstate_pause_handoff_idx"),
+            models.Index(fields=["status", "continued_at"], name="turnstate_pause_continued_idx"),
             models.Index(fields=["thread_id"], name="turnstate_pause_thread_idx"),
             models.Index(fields=["group", "created_at"], name="turnstate_pause_group_idx"),
             models.Index(

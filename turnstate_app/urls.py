@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, re_path
+from django.urls import URLPattern, URLResolver, path, re_path
 from rest_framework.routers import SimpleRouter
 
-from turnstate_app.api.views import CheckpointViewSet, PauseViewSet, UnknownPathView
+from turnstate_app.api.views import CheckpointViewSet, PauseViewSet, StatusView, UnknownPathView
 
 app_name = "turnstate"
 
-# pauses or checkpoints, then nothing, a slash or a control character, then anything at all.
-OWN_PATHS = r"^(?:pauses|checkpoints)(?:[/\x00-\x1f\x7f][\s\S]*)?\Z"
+# pauses, checkpoints or status, then nothing, a slash or a control character, then anything at all.
+OWN_PATHS = r"^(?:pauses|checkpoints|status)(?:[/\x00-\x1f\x7f][\s\S]*)?\Z"
 
 router = SimpleRouter()
 router.register("pauses", PauseViewSet, basename="pause")
@@ -18,7 +18,8 @@ router.register("checkpoints", CheckpointViewSet, basename="checkpoint")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     *router.urls,
-    # Last: whatever else lies under the app's own two paths is a JSON 404, not the host's HTML
+    path("status/", StatusView.as_view(), name="status"),
+    # Last: whatever else lies under the app's own paths is a JSON 404, not the host's HTML
     # one; newlines included. Other paths under the prefix stay the host's (its own routes).
     re_path(OWN_PATHS, UnknownPathView.as_view(), name="unknown"),
 ]

@@ -147,6 +147,37 @@ CHECKPOINT_LIST_FIELDS = (
 )
 
 
+@extend_schema_serializer(component_name="TurnstateStatus")
+class StatusSerializer(serializers.Serializer[Any]):
+    """The figures of ``turnstate_status``; a count named in ``capped`` is at least its value."""
+
+    pending = serializers.IntegerField(help_text=_("Pending pauses, still answerable."))
+    oldest_pending_age_seconds = serializers.IntegerField(
+        allow_null=True, help_text=_("How long the oldest pending pause has waited; null: none waits.")
+    )
+    awaiting_handoff = serializers.IntegerField(
+        help_text=_("Answered pauses whose hand-off to RESUME_HANDLER has not succeeded.")
+    )
+    stalled = serializers.IntegerField(
+        help_text=_("Continuations claimed more than STALLED_AFTER ago that neither returned nor refused.")
+    )
+    unresumable = serializers.IntegerField(
+        help_text=_(
+            "Pending pauses whose run this store cannot continue (request rows no ledger row owns "
+            "are listed by the unresumable list only)."
+        )
+    )
+    failed_groups = serializers.IntegerField(
+        help_text=_("Pause groups that will not continue by themselves.")
+    )
+    failed_continuations = serializers.IntegerField(help_text=_("Continuations that refused to run."))
+    count_limit = serializers.IntegerField(help_text=_("Where each count stops."))
+    capped = serializers.ListField(
+        child=serializers.CharField(), help_text=_("The counts that reached count_limit: at least that many.")
+    )
+    at = serializers.DateTimeField(help_text=_("When the figures were read."))
+
+
 @extend_schema_serializer(component_name="TurnstateCheckpointRow")
 class CheckpointRowSerializer(serializers.ModelSerializer[CheckpointMetadata]):
     """A row without ``value``: values can be megabytes, and a list never needs them."""

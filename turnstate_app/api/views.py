@@ -39,12 +39,14 @@ from turnstate_app.api.serializers import (
     PauseSerializer,
     ResumedSerializer,
     ResumeRequestSerializer,
+    StatusSerializer,
     UnresumablePauseSerializer,
 )
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause
 from turnstate_app.pause_rows import with_request
 from turnstate_app.pauses import resume_pause
+from turnstate_app.status import lifecycle_status
 
 _M = TypeVar("_M", bound=Model)
 
@@ -187,6 +189,40 @@ class CheckpointViewSet(
         return super().get_object()
 
 
+class StatusView(APIView):
+    """``GET status/``: the figures of ``turnstate_status``, for staff (dashboards, probes).
+
+    The same conveniences as the viewsets: JSON only, the app's error mapping, its schema class
+    (set below the method, whose decorator names the ``schema`` module).
+    """
+
+    renderer_classes = [JSONRenderer]
+    permission_classes = [IsStaff]
+    http_method_names = ["get", "head"]
+
+    def get_exception_handler(self) -> Any:
+        return turnstate_exception_handler
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        with nul_refusals_as_data_errors():
+            return super().dispatch(request, *args, **kwargs)
+
+    @schema.operation(
+        operation_id="turnstate_status",
+        summary=_("Where the lifecycle stands (staff)"),
+        description=_(
+            "Pending pauses and the age of the oldest, answers awaiting hand-off, stalled and failed "
+            "continuations, unresumable pauses, failed groups: the figures of `manage.py "
+            "turnstate_status`, each one bounded query."
+        ),
+        responses={200: StatusSerializer, **schema.READ_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(StatusSerializer(lifecycle_status().as_dict()).data)
+
+    schema = AutoSchema()
+
+
 class UnknownPathView(APIView):
     """Any other path under the app's prefix: a JSON 404 for every method, never Django's HTML page.
 
@@ -203,4 +239,4 @@ class UnknownPathView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        raise NotFound("No such endpoint. The app's paths end with a slash: pauses/, checkpoints/.")
+        raise NotFound("No such endpoint. The app's paths end with a slash: pauses/, checkpoints/, status/.")
