@@ -302,16 +302,48 @@ def measure_pages() -> dict[str, Any]:
     client.force_login(admin)
     for name in ("unresumablepause", "pause", "checkpointmetadata"):
         url = f"/admin/turnstate_app/{name}/"
+        for depth, page_url in pages_at_depths(client, url, DEPTHS).items():
 
-        def get(url: str = url) -> None:
-            response = client.get(url)
-            assert response.status_code == 200, response.status_code
+            def get(url: str = page_url) -> None:
+                response = client.get(url)
+                assert response.status_code == 200, response.status_code
 
-        statements: list[str] = []
-        with connection.execute_wrapper(counting(statements)):
-            get()
-        results[f"admin_{name}"] = timed(get) | {"queries": len(statements)}
+            statements: list[str] = []
+            with connection.execute_wrapper(counting(statements)):
+                get()
+            key = f"admin_{name}" if depth == 1 else f"admin_{name}_page{depth}"
+            results[key] = timed(get) | {"queries": len(statements)}
+    from turnstate_app.models import Pause
+
+    thread = Pause.objects.order_by("pk").values_list("thread_id", flat=True).first()
+    for name in ("unresumablepause", "pause"):
+
+        def search(url: str = f"/admin/turnstate_app/{name}/?q={thread}") -> None:
+            assert client.get(url).status_code == 200
+
+        results[f"admin_{name}_search"] = timed(search)
     return results
+
+
+DEPTHS = (1, 11, 51, 101)
+"""The admin pages measured: the first, and the ones reached by following "Next page"."""
+
+
+def pages_at_depths(client: Any, url: str, depths: tuple[int, ...]) -> dict[int, str]:
+    """The URL of each page in ``depths`` that exists, by following the footer's "Next page" (untimed)."""
+    import html
+    import re
+
+    found = {1: url}
+    page, current = 1, url
+    while page < max(depths):
+        link = re.search(r'href="(\?[^"]*)" class="turnstate-next"', client.get(current).content.decode())
+        if link is None:
+            break
+        page, current = page + 1, url + html.unescape(link.group(1))
+        if page in depths:
+            found[page] = current
+    return found
 
 
 def counting(statements: list[str]) -> Callable[..., Any]:
@@ -420,6 +452,9 @@ def print_table(report: dict[str, Any]) -> None:
             f"{r['status']['median_ms']} ms/{r['status']['queries']}q",
         ]
         print(f"{int(size):>9}  " + "  ".join(f"{c:>{w}}" for c, w in zip(cells, widths[1:], strict=True)))
+    for size, r in report["pages"].items():
+        deep = {k: v["median_ms"] for k, v in r.items() if "_page" in k or k.endswith("_search")}
+        print(f"{int(size):>9}  deeper pages and searches (median ms): {deep}")
     purge = report["purge"]
     if purge:
         print(

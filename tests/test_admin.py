@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.factories import UserFactory
@@ -23,7 +27,7 @@ CHANGE_LISTS = [
     reverse("admin:turnstate_app_checkpointmetadata_changelist"),
 ]
 # The session, the user, the paginator's count (not on the two lists that grow with the store), the page.
-QUERIES_PER_PAGE = {UNRESUMABLE: 3, CHANGE_LISTS[1]: 4, CHANGE_LISTS[2]: 3}
+QUERIES_PER_PAGE = {UNRESUMABLE: 3, CHANGE_LISTS[1]: 3, CHANGE_LISTS[2]: 3}  # none counts
 
 
 @pytest.fixture
@@ -62,41 +66,57 @@ def test_the_unresumable_page_lists_both_kinds_and_nothing_else(
         assert text not in html
 
 
-def test_the_unresumable_page_sorts_by_age_and_filters_by_reason(
+def test_the_unresumable_page_lists_newest_first_filters_by_reason_and_finds_a_jti(
     admin_client: Client, both_kinds: dict[str, str]
 ) -> None:
     CheckpointMetadata.objects.filter(thread_id="legacy-4").update(created_at="2020-01-01T00:00:00Z")
     age_column = str(UnresumablePauseAdmin.list_display.index("age"))  # ?o= counts from 0
 
-    youngest_first = admin_client.get(UNRESUMABLE, {"o": age_column}).context["cl"].result_list
-    oldest_first = admin_client.get(UNRESUMABLE, {"o": f"-{age_column}"}).context["cl"].result_list
+    newest_first = admin_client.get(UNRESUMABLE).context["cl"].result_list
+    asked_oldest_first = admin_client.get(UNRESUMABLE, {"o": f"-{age_column}"}).context["cl"].result_list
     no_ledger = admin_client.get(UNRESUMABLE, {"reason": "no_ledger"}).context["cl"].result_list
     by_jti = admin_client.get(UNRESUMABLE, {"q": both_kinds["failed"]}).context["cl"].result_list
+    by_thread = admin_client.get(UNRESUMABLE, {"q": "thread-3"}).context["cl"].result_list
 
-    assert youngest_first[len(youngest_first) - 1].thread_id == "legacy-4"
-    assert oldest_first[0].thread_id == "legacy-4"
+    assert newest_first[len(newest_first) - 1].thread_id == "legacy-4"
+    assert asked_oldest_first == newest_first  # a keyset list keeps its order
     assert [row.thread_id for row in no_ledger] == ["legacy-4"]
     assert [row.thread_id for row in by_jti] == ["thread-5"]
+    assert [row.thread_id for row in by_thread] == ["thread-3"]
 
 
-def test_the_unresumable_page_pages_without_counting(
+def page_after(client: Client, url: str, response: Any) -> Any:
+    """The page the footer's "Next page" link opens."""
+    link = re.search(r'href="(\?[^"]*after=[^"]*)" class="turnstate-next"', response.content.decode())
+    assert link is not None, response.content.decode()
+    return client.get(url + html.unescape(link.group(1)))
+
+
+def test_the_unresumable_page_pages_by_keyset_without_counting(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch, django_assert_num_queries: Any
 ) -> None:
     monkeypatch.setattr(UnresumablePauseAdmin, "list_per_page", 2)
     for n in range(5):
         legacy_request(n)
+    CheckpointMetadata.objects.update(created_at="2026-01-01T00:00:00Z")  # ties: the pk breaks them
 
     with django_assert_num_queries(3):
         first = admin_client.get(UNRESUMABLE)
-    last = admin_client.get(UNRESUMABLE, {"p": 3})
-    beyond = admin_client.get(UNRESUMABLE, {"p": 4})
+    with CaptureQueriesContext(connection) as queries:
+        second = page_after(admin_client, UNRESUMABLE, first)
+    last = page_after(admin_client, UNRESUMABLE, second)
 
-    assert len(first.context["cl"].result_list) == 2 and first.context["cl"].has_more
-    assert b"2 unresumable pauses so far; more on the next page" in first.content
-    assert b'href="?p=2"' in first.content
-    assert len(last.context["cl"].result_list) == 1 and not last.context["cl"].has_more
-    assert b"5 unresumable pauses" in last.content
-    assert beyond.status_code == 302 and beyond["Location"].endswith("?e=1")
+    pages = [first, second, last]
+    seen = [row.thread_id for page in pages for row in page.context["cl"].result_list]
+    assert seen == [f"legacy-{n}" for n in (4, 3, 2, 1, 0)]
+    assert [page.context["cl"].has_more for page in pages] == [True, True, False]
+    assert b"2 unresumable pauses on this page" in first.content and b"First page" not in first.content
+    assert b"1 unresumable pause on this page" in last.content and b"Next page" not in last.content
+    assert b"First page" in last.content
+    assert not any("OFFSET" in query["sql"].upper() for query in queries.captured_queries)
+    for cursor in ("x", "2026-01-01T00:00:00~1", "1", "2026-01-01T00:00:00+00:00~" + "9" * 30):
+        bad = admin_client.get(UNRESUMABLE, {"after": cursor})
+        assert bad.status_code == 302 and bad["Location"].endswith("?e=1"), cursor
 
 
 def test_an_unresumable_row_opens_read_only(admin_client: Client, both_kinds: dict[str, str]) -> None:

@@ -8,7 +8,7 @@ number of queries whatever the page holds.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
@@ -16,7 +16,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.forms import ModelForm
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
@@ -135,8 +135,8 @@ class ContinuationFilter(admin.SimpleListFilter):
         return queryset
 
 
-# The largest row offset every database accepts (PostgreSQL's and MariaDB's limits are signed).
-MAX_OFFSET = 2**31 - 1
+AFTER_VAR = "after"
+"""The query parameter of a keyset page: the sort key of the last row of the page before."""
 
 
 class GuardedChangeList(ChangeList):
@@ -152,43 +152,100 @@ class GuardedChangeList(ChangeList):
         return super().get_queryset(request, exclude_parameters)
 
 
-class WithoutValues(GuardedChangeList):
-    """Lists store rows without loading ``value`` (up to MAX_VALUE_BYTES each); the detail shows it."""
+class KeysetChangeList(GuardedChangeList):
+    """Pages by the sort key of the last row shown (``?after=``), never by OFFSET, and never counts.
 
-    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
-        return super().get_queryset(request, exclude_parameters).defer("value")
-
-
-class UncountedChangeList(WithoutValues):
-    """Pages without ``COUNT(*)``: fetches one row past the page to know whether another follows.
-
-    For the two lists that grow with the store: counting unresumable rows means judging every
-    request row (1.4 s at 1M rows on PostgreSQL), counting the store means reading all of
-    it; a page reads rows only until it is full. The total is not shown, only how many rows
-    this page and the ones before it hold, and whether more follow.
+    For the lists that grow with the store and the ledger: page 100 reads what page 1 reads (the
+    index from the cursor on), and nothing is counted (counting unresumable rows means judging
+    every request row). The order is the admin's fixed ``ordering`` (newest first), which is
+    what a cursor is a key of: ``("-pk",)`` or ``("-created_at", "-pk")``; columns do not sort.
+    The footer says how many rows this page holds, links the next page when more follow, and
+    the first page when this is not it.
     """
 
+    keyset = True
     has_more = False
+    next_url: str | None = None
+    first_url: str | None = None
+
+    def get_filters_params(self, params: Any = None) -> Any:
+        lookup_params = super().get_filters_params(params)
+        lookup_params.pop(AFTER_VAR, None)
+        return lookup_params
+
+    def get_query_string(self, new_params: Any = None, remove: Any = None) -> str:
+        """Every link but "next page" starts from the first page again (a filter, a search)."""
+        if not new_params or AFTER_VAR not in new_params:
+            remove = [*(remove or []), AFTER_VAR]
+        return str(super().get_query_string(new_params, remove))
+
+    def get_ordering(self, request: HttpRequest, queryset: QuerySet[Any]) -> list[Any]:
+        return list(self.model_admin.ordering or ("-pk",))
 
     def get_results(self, request: HttpRequest) -> None:
-        offset = (self.page_num - 1) * self.list_per_page
-        if self.page_num < 1 or offset + self.list_per_page + 1 > MAX_OFFSET:
-            raise IncorrectLookupParameters
-        rows = list(self.queryset[offset : offset + self.list_per_page + 1])
-        if not rows and self.page_num > 1:
-            raise IncorrectLookupParameters
+        after = request.GET.get(AFTER_VAR)
+        keys = [field.lstrip("-") for field in self.get_ordering(request, self.queryset)]
+        rows_after = self.queryset if after is None else self.queryset.filter(keyset_after(keys, after))
+        rows = list(rows_after[: self.list_per_page + 1])
         self.has_more = len(rows) > self.list_per_page
         self.result_list = rows[: self.list_per_page]
-        self.result_count = offset + len(self.result_list)
-        # The search bar's "N results (Show all)" appears when these differ: it would call the
-        # rows so far a total. The footer says what is known ("so far; more on the next page").
+        self.result_count = len(self.result_list)
+        # The search bar's "N results (Show all)" appears when these differ: it would call this
+        # page's rows a total. The footer says what is known.
         self.full_result_count = self.result_count
         self.show_full_result_count = False
         self.show_admin_actions = False
         self.can_show_all = False
-        self.multi_page = self.has_more or self.page_num > 1
-        # Pages 1 .. this one (+ the next when more follow), for the admin's page links.
-        self.paginator = Paginator(range(offset + len(rows)), self.list_per_page)
+        self.multi_page = False  # no numbered pages: the footer links the next one
+        self.paginator = Paginator(self.result_list, self.list_per_page)
+        if self.has_more:
+            self.next_url = self.get_query_string({AFTER_VAR: cursor_of(self.result_list[-1], keys)})
+        if after is not None:
+            self.first_url = self.get_query_string()
+
+
+def cursor_of(row: Any, keys: list[str]) -> str:
+    """The cursor after ``row``: its sort key, ``<pk>`` or ``<created_at ISO>~<pk>``."""
+    return "~".join(getattr(row, key).isoformat() if key != "pk" else str(row.pk) for key in keys)
+
+
+def keyset_after(keys: list[str], cursor: str) -> Q:
+    """Rows after ``cursor`` in the newest-first order of ``keys``, as index range conditions.
+
+    With a timestamp first, ``created_at <= t`` bounds the index range and the rest breaks ties.
+    A cursor that does not parse is a bad lookup (``?e=1``), never a 500.
+    """
+    parts = cursor.split("~")
+    try:
+        if keys == ["pk"] and len(parts) == 1:
+            return Q(pk__lt=bounded_pk(parts[0]))
+        if keys[1:] == ["pk"] and len(parts) == 2:
+            at, pk = datetime.fromisoformat(parts[0]), bounded_pk(parts[1])
+            if timezone.is_naive(at):
+                raise ValueError(cursor)
+            return Q(**{f"{keys[0]}__lte": at}) & (Q(**{f"{keys[0]}__lt": at}) | Q(pk__lt=pk))
+    except (ValueError, OverflowError) as error:
+        raise IncorrectLookupParameters(f"bad cursor {cursor!r}") from error
+    raise IncorrectLookupParameters(f"bad cursor {cursor!r}")
+
+
+def bounded_pk(text: str) -> int:
+    """A primary key every database compares (a signed 64-bit integer), else ``ValueError``."""
+    value = int(text)
+    if not 0 <= value <= BIGINT_MAX:
+        raise ValueError(text)
+    return value
+
+
+# The largest primary key every database stores (signed 64-bit).
+BIGINT_MAX = 2**63 - 1
+
+
+class WithoutValues(KeysetChangeList):
+    """Lists store rows without loading ``value`` (up to MAX_VALUE_BYTES each); the detail shows it."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
+        return super().get_queryset(request, exclude_parameters).defer("value")
 
 
 class ReadOnlyAdmin(ModelAdmin):
@@ -226,6 +283,7 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
     list_filter = (KindFilter, AgeFilter)
     search_fields = ("=thread_id", "=checkpoint_id", "key")
     ordering = ("-pk",)  # newest first, by the primary key's index (created_at has none of its own)
+    sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     show_facets = admin.ShowFacets.NEVER  # "Show counts" would COUNT the whole store per filter
     fields = (
         "thread_id",
@@ -241,7 +299,7 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
     readonly_fields = ("pause", "pretty_value")
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
-        return UncountedChangeList
+        return WithoutValues
 
     def get_urls(self) -> list[URLPattern]:
         whole = path(
@@ -283,9 +341,23 @@ class PauseAdmin(ReadOnlyAdmin):
     )
     list_filter = (EffectiveStatusFilter, "resumable", ContinuationFilter, GroupStateFilter, AgeFilter)
     list_select_related = ("owner",)
-    search_fields = ("=jti", "=thread_id", "=session_id", "=run_id", "request_key")
+    search_fields = ("=jti", "=thread_id", "=run_id")
+    search_help_text = _("A token id (jti), a thread id or a run id, exactly.")
     ordering = ("-pk",)  # newest first, by the primary key's index
+    sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     readonly_fields = ("effective_status", "question", "answer", "store_rows", "group_state", "pretty_schema")
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return KeysetChangeList
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        """Exact matches, each an index lookup (the jti's, the thread's, the run's), never a LIKE."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        return queryset.filter(Q(jti=term) | Q(thread_id=term) | Q(run_id=term)), False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Pause]:
         now = timezone.now()
@@ -382,15 +454,33 @@ class UnresumablePauseAdmin(ReadOnlyAdmin):
     list_display_links = ("thread_id",)
     readonly_fields = ("pause", "full_reason")
     list_filter = (ReasonFilter, AgeFilter)
-    search_fields = ("=thread_id", "=jti", "key")
-    ordering = ("-created_at",)
+    search_fields = ("=thread_id", "=jti")
+    search_help_text = _("A thread id or a token id (jti), exactly.")
+    ordering = ("-created_at", "-pk")
+    sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     show_facets = admin.ShowFacets.NEVER  # "Show counts" would judge every request row per filter
     # A page costs one probe of the ledger per request row read until it is full: with 1% of
     # request rows unresumable, 50 rows read ~5k request rows (~60 ms at 1M rows on PostgreSQL).
     list_per_page = 50
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
-        return UncountedChangeList
+        return WithoutValues
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        """The thread's request rows, or the one of the pause a jti names: index lookups only (the
+        jti is looked up in the ledger first, one query), never a probe of every request row."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        condition = Q(thread_id=term)
+        pause = Pause.objects.filter(jti=term).values("thread_id", "checkpoint_id", "request_key").first()
+        if pause is not None:
+            condition |= Q(
+                thread_id=pause["thread_id"], checkpoint_id=pause["checkpoint_id"], key=pause["request_key"]
+            )
+        return queryset.filter(condition), False
 
     @admin.display(description=_("request key"), ordering="key")
     def request_key(self, row: UnresumablePause) -> str:

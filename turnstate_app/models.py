@@ -216,6 +216,7 @@ class Pause(models.Model):
             models.Index(fields=["status", "handed_off_at"], name="turnstate_pause_handoff_idx"),
             models.Index(fields=["status", "continued_at"], name="turnstate_pause_continued_idx"),
             models.Index(fields=["thread_id"], name="turnstate_pause_thread_idx"),
+            models.Index(fields=["run_id"], name="turnstate_pause_run_idx"),  # the admin's search
             models.Index(fields=["group", "created_at"], name="turnstate_pause_group_idx"),
             models.Index(
                 fields=["thread_id", "checkpoint_id", "request_key"], name="turnstate_pause_request_idx"

@@ -1,0 +1,106 @@
+"""The admin's lists stay index lookups at any size: keyset pages and exact searches, no OFFSET,
+no LIKE, no scan of a whole table.
+
+Judged by PostgreSQL's planner with sequential scans priced out (``enable_seqscan = off``): a
+query an index can serve then uses one, and a query no index can serve still shows its
+``Seq Scan``. Structural, so it holds on a table of ten rows as on one of ten million.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+from django.db import connection, transaction
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from tests.pause_helpers import legacy_request, lost, mint
+from turnstate_app.admin import CheckpointMetadataAdmin, PauseAdmin, UnresumablePauseAdmin
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="reads PostgreSQL's plans"),
+]
+
+LISTS = {
+    "unresumablepause": (UnresumablePauseAdmin, "turnstate_app_checkpointmetadata"),
+    "pause": (PauseAdmin, "turnstate_app_pause"),
+    "checkpointmetadata": (CheckpointMetadataAdmin, "turnstate_app_checkpointmetadata"),
+}
+
+
+def url_of(model: str) -> str:
+    return reverse(f"admin:turnstate_app_{model}_changelist")
+
+
+def list_query(client: Client, url: str, query: dict[str, str], table: str) -> str:
+    """The SQL of the page's rows: the statement reading ``table`` with a LIMIT."""
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url, query)
+    assert response.status_code == 200, response
+    [sql] = [
+        q["sql"] for q in queries.captured_queries if f'FROM "{table}"' in q["sql"] and "LIMIT" in q["sql"]
+    ]
+    return sql
+
+
+def plan(sql: str) -> str:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.fixture
+def rows(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    for admin_class, _table in LISTS.values():
+        monkeypatch.setattr(admin_class, "list_per_page", 2)
+    minted = [lost(n) for n in range(3)] + [mint(10 + n) for n in range(3)]
+    for n in range(3):
+        legacy_request(n)
+    return {"jti": minted[1].claims.jti, "thread": "thread-2", "run": "run-11"}
+
+
+def next_cursor(client: Client, url: str) -> dict[str, str]:
+    page = client.get(url).content.decode()
+    link = re.search(r'href="\?([^"]*after=[^"]*)" class="turnstate-next"', page)
+    assert link is not None
+    after = re.search(r"after=([^&]*)", html.unescape(link.group(1)))
+    assert after is not None
+    return {"after": unquote(after.group(1))}
+
+
+@pytest.mark.parametrize("model", list(LISTS))
+def test_a_later_page_is_read_through_an_index_from_its_cursor(
+    admin_client: Client, rows: dict[str, Any], model: str
+) -> None:
+    url = url_of(model)
+    sql = list_query(admin_client, url, next_cursor(admin_client, url), LISTS[model][1])
+    assert "OFFSET" not in sql.upper()
+    assert "Seq Scan" not in plan(sql), plan(sql)
+
+
+@pytest.mark.parametrize(
+    ("model", "term"),
+    [
+        ("pause", "jti"),
+        ("pause", "thread"),
+        ("pause", "run"),
+        ("unresumablepause", "jti"),
+        ("unresumablepause", "thread"),
+    ],
+)
+def test_a_search_is_an_index_lookup(
+    admin_client: Client, rows: dict[str, Any], model: str, term: str
+) -> None:
+    url = url_of(model)
+    response = admin_client.get(url, {"q": rows[term]})
+    assert response.context["cl"].result_list, f"{term} {rows[term]} found nothing"
+    sql = list_query(admin_client, url, {"q": rows[term]}, LISTS[model][1])
+    assert "LIKE" not in sql.upper()
+    assert "Seq Scan" not in plan(sql), plan(sql)
