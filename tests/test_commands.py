@@ -205,3 +205,50 @@ def test_expire_refuses_a_bad_batch_size(size: str) -> None:
     with pytest.raises(CommandError, match="batch"):
         run("turnstate_expire", "--batch-size", size)
     assert statuses() == {late: "pending"}
+
+
+# -- turnstate_unresumable: pages and streams ----------------------------------------------
+
+
+@pytest.fixture
+def five_tied() -> list[str]:
+    """Five request rows no ledger owns, written in the same instant: the pk breaks the tie."""
+    for n in range(5):
+        legacy_request(n)
+    CheckpointMetadata.objects.update(created_at="2026-01-01T00:00:00Z")
+    return [f"legacy-{n}" for n in (4, 3, 2, 1, 0)]
+
+
+def test_unresumable_pages_by_cursor_through_every_row_once(five_tied: list[str]) -> None:
+    seen: list[str] = []
+    after: list[str] = []
+    for _ in range(3):
+        document = json.loads(run("turnstate_unresumable", "--json", "--limit", "2", *after))
+        seen += [row["thread_id"] for row in document["results"]]
+        after = ["--after", document["next"]] if "next" in document else []
+    assert seen == five_tied and after == []
+
+
+def test_unresumable_streams_one_json_document_per_row(five_tied: list[str]) -> None:
+    lines = run("turnstate_unresumable", "--jsonl").splitlines()
+    assert [json.loads(line)["thread_id"] for line in lines] == five_tied
+
+
+def test_a_limited_stream_names_the_next_page_on_stderr(five_tied: list[str]) -> None:
+    err = StringIO()
+    out = run("turnstate_unresumable", "--jsonl", "--limit", "3", stderr=err)
+    assert [json.loads(line)["thread_id"] for line in out.splitlines()] == five_tied[:3]
+    cursor = err.getvalue().split("--after ", 1)[1].strip()
+    rest = run("turnstate_unresumable", "--jsonl", "--after", cursor).splitlines()
+    assert [json.loads(line)["thread_id"] for line in rest] == five_tied[3:]
+
+
+def test_a_limited_table_ends_with_the_next_cursor(five_tied: list[str]) -> None:
+    text = run("turnstate_unresumable", "--limit", "4")
+    assert "4 unresumable pause(s)" in text and "next page: --after 2026-01-01T00:00:00+00:00~" in text
+
+
+@pytest.mark.parametrize("args", [["--after", "yesterday"], ["--after", "1"], ["--limit", "0"]])
+def test_unresumable_refuses_a_bad_page(five_tied: list[str], args: list[str]) -> None:
+    with pytest.raises(CommandError):
+        run("turnstate_unresumable", *args)

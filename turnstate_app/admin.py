@@ -8,7 +8,7 @@ number of queries whatever the page holds.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
@@ -28,6 +28,7 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app import admin_display
 from turnstate_app.admin_display import VALUE_PREVIEW_CHARS, pretty
+from turnstate_app.keyset import BadCursorError, cursor_of, keyset_after
 from turnstate_app.managers import CLAIM_FIELDS, EFFECTIVE_STATUS, GROUP_STATE, GROUP_STATES
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, RowKind, UnresumablePause
 
@@ -185,7 +186,10 @@ class KeysetChangeList(GuardedChangeList):
     def get_results(self, request: HttpRequest) -> None:
         after = request.GET.get(AFTER_VAR)
         keys = [field.lstrip("-") for field in self.get_ordering(request, self.queryset)]
-        rows_after = self.queryset if after is None else self.queryset.filter(keyset_after(keys, after))
+        try:
+            rows_after = self.queryset if after is None else self.queryset.filter(keyset_after(keys, after))
+        except BadCursorError as error:
+            raise IncorrectLookupParameters(str(error)) from error
         rows = list(rows_after[: self.list_per_page + 1])
         self.has_more = len(rows) > self.list_per_page
         self.result_list = rows[: self.list_per_page]
@@ -199,46 +203,10 @@ class KeysetChangeList(GuardedChangeList):
         self.multi_page = False  # no numbered pages: the footer links the next one
         self.paginator = Paginator(self.result_list, self.list_per_page)
         if self.has_more:
-            self.next_url = self.get_query_string({AFTER_VAR: cursor_of(self.result_list[-1], keys)})
+            last_key = [getattr(self.result_list[-1], key) for key in keys]
+            self.next_url = self.get_query_string({AFTER_VAR: cursor_of(last_key)})
         if after is not None:
             self.first_url = self.get_query_string()
-
-
-def cursor_of(row: Any, keys: list[str]) -> str:
-    """The cursor after ``row``: its sort key, ``<pk>`` or ``<created_at ISO>~<pk>``."""
-    return "~".join(getattr(row, key).isoformat() if key != "pk" else str(row.pk) for key in keys)
-
-
-def keyset_after(keys: list[str], cursor: str) -> Q:
-    """Rows after ``cursor`` in the newest-first order of ``keys``, as index range conditions.
-
-    With a timestamp first, ``created_at <= t`` bounds the index range and the rest breaks ties.
-    A cursor that does not parse is a bad lookup (``?e=1``), never a 500.
-    """
-    parts = cursor.split("~")
-    try:
-        if keys == ["pk"] and len(parts) == 1:
-            return Q(pk__lt=bounded_pk(parts[0]))
-        if keys[1:] == ["pk"] and len(parts) == 2:
-            at, pk = datetime.fromisoformat(parts[0]), bounded_pk(parts[1])
-            if timezone.is_naive(at):
-                raise ValueError(cursor)
-            return Q(**{f"{keys[0]}__lte": at}) & (Q(**{f"{keys[0]}__lt": at}) | Q(pk__lt=pk))
-    except (ValueError, OverflowError) as error:
-        raise IncorrectLookupParameters(f"bad cursor {cursor!r}") from error
-    raise IncorrectLookupParameters(f"bad cursor {cursor!r}")
-
-
-def bounded_pk(text: str) -> int:
-    """A primary key every database compares (a signed 64-bit integer), else ``ValueError``."""
-    value = int(text)
-    if not 0 <= value <= BIGINT_MAX:
-        raise ValueError(text)
-    return value
-
-
-# The largest primary key every database stores (signed 64-bit).
-BIGINT_MAX = 2**63 - 1
 
 
 class WithoutValues(KeysetChangeList):
