@@ -16,6 +16,7 @@ from django.apps import apps
 from django.db import router
 from django.utils import timezone
 
+from turnstate_app import telemetry
 from turnstate_app.retention import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ def expire_overdue(
             break
         after = ids[-1]
         changed = len(ids) if dry_run else pauses.filter(pk__in=ids).expire(now=now)
+        if not dry_run and changed:
+            telemetry.record("turnstate.pauses.expired", changed)
         batches += 1
         batch = ExpiryBatch(number=batches, found=len(ids), expired=changed)
         expired += batch.expired

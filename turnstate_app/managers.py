@@ -234,9 +234,10 @@ def effective_status_sql(column: Quoting, now: Any) -> tuple[str, tuple[Any, ...
     )
 
 
-def consumed_values(now: Any) -> dict[str, Any]:
-    """What consuming a pause sets (``now`` adapted by the caller's connection, for SQL text)."""
-    return {"status": PauseStatus.ANSWERED.value, "answered_at": now}
+def consumed_values(now: Any, trace: str | None = None) -> dict[str, Any]:
+    """What consuming a pause sets (``now`` adapted by the caller's connection, for SQL text);
+    ``trace``: the answer's trace context (``traceparent``), which its continuation links to."""
+    return {"status": PauseStatus.ANSWERED.value, "answered_at": now, "answer_traceparent": trace}
 
 
 class PauseQuerySet(models.QuerySet["Pause"]):
@@ -394,12 +395,12 @@ class PauseQuerySet(models.QuerySet["Pause"]):
 
     # -- the state changes: each one conditional UPDATE --------------------------------
 
-    def consume(self, jti: str, *, now: datetime) -> bool:
+    def consume(self, jti: str, *, now: datetime, trace: str | None = None) -> bool:
         """Pending and within its age becomes answered: True for the one caller whose UPDATE did it.
 
         The resume runs the same UPDATE as text (:func:`pending_sql`, :func:`consumed_values`)."""
         won = self.filter(effective_status_q(PauseStatus.PENDING, now), jti=jti).update(
-            **consumed_values(now)
+            **consumed_values(now, trace)
         )
         return won == 1
 

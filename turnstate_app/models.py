@@ -194,6 +194,16 @@ class Pause(models.Model):
         blank=True,
         help_text=_("Why the continuation refused to run; empty: it did not refuse."),
     )
+    answer_traceparent = models.CharField(
+        _("answer's trace"),
+        max_length=64,
+        null=True,
+        blank=True,
+        help_text=_(
+            "The trace context (W3C traceparent) the answer was given in, which the continuation's "
+            "span links to; empty: no tracing."
+        ),
+    )
     unresumable_reason = models.TextField(
         _("unresumable reason"),
         null=True,

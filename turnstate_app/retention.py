@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F, Model, QuerySet
 from django.db.models.lookups import In
 
+from turnstate_app import telemetry
 from turnstate_app.keys import per_mint_keys
 from turnstate_app.signals import pauses_purged, thread_erased
 
@@ -133,9 +134,11 @@ def purge_pauses(
             if dry_run:
                 tally.add(len(batch), len(rows))
                 continue
-            deleted_rows, _ = _store().objects.using(using).filter(InArray(F("pk"), rows)).delete()
-            ids = [pk for pk, *_ in batch]
-            deleted_pauses, _ = _ledger().objects.using(using).filter(InArray(F("pk"), ids)).delete()
+            with telemetry.span("turnstate.retention.batch") as current:
+                deleted_rows, _ = _store().objects.using(using).filter(InArray(F("pk"), rows)).delete()
+                ids = [pk for pk, *_ in batch]
+                deleted_pauses, _ = _ledger().objects.using(using).filter(InArray(F("pk"), ids)).delete()
+                telemetry.outcome(current, "deleted", rows=deleted_rows, pauses=deleted_pauses)
             threads = sorted({thread for _, _, thread, *_ in batch})
             pauses_purged.send(sender=_ledger(), thread_ids=threads, using=using)
             tally.add(deleted_pauses, deleted_rows)

@@ -23,6 +23,7 @@ from asgiref.sync import async_to_sync
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from turnstate_app import telemetry
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.models import Pause
@@ -76,6 +77,14 @@ def after_answer(resumed: ResumedPause) -> None:
 
 def hand_off(resumed: ResumedPause) -> HandOff:
     """Give ``resumed`` to the handler on a worker; wait at most ``HANDOFF_TIMEOUT``. Never raises."""
+    claims = resumed.claims
+    with telemetry.span("turnstate.handoff", jti=claims.jti, thread_id=claims.thread_id) as current:
+        handed = _hand_off(resumed)
+        telemetry.outcome(current, handed.value.replace(" ", "_"))
+        return handed
+
+
+def _hand_off(resumed: ResumedPause) -> HandOff:
     jti = resumed.claims.jti
     try:
         handler = resume_handler()
@@ -86,6 +95,7 @@ def hand_off(resumed: ResumedPause) -> HandOff:
         logger.exception(
             "RESUME_HANDLER could not be started for pause %s; turnstate_redeliver will retry it", jti
         )
+        telemetry.record("turnstate.handoff.failures")
         return HandOff.FAILED
     try:
         return HandOff.DELIVERED if running.result(timeout=conf.HANDOFF_TIMEOUT) else HandOff.FAILED
@@ -112,6 +122,7 @@ def deliver(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> bo
             resumed.claims.jti,
             resumed.claims.thread_id,
         )
+        telemetry.record("turnstate.handoff.failures")
         return False
     try:
         Pause.objects.mark_handed_off(resumed.claims.jti, now=timezone.now())
@@ -121,6 +132,7 @@ def deliver(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> bo
             "awaiting_handoff() and turnstate_redeliver will hand it over again",
             resumed.claims.jti,
         )
+        telemetry.record("turnstate.handoff.failures")
         return False
     return True
 

@@ -22,13 +22,18 @@ from django.core.exceptions import PermissionDenied
 from django.db import OperationalError, router, transaction
 from django.utils import timezone
 
+from turnstate_app import telemetry
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.errors import (
+    AnswerValidationError,
+    CheckpointFieldError,
     CheckpointLostError,
     PauseAlreadyAnsweredError,
     PauseCheckpointNotFoundError,
     PauseExpiredError,
+    PayloadBindingError,
+    TokenSignatureError,
 )
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseStatus
@@ -61,6 +66,47 @@ def resume_pause(
     Every decision reads the primary database, so a lagging replica never reports a
     recorded pause as lost.
     """
+    with telemetry.span("turnstate.resume") as current:
+        try:
+            resumed, asked_at = _resume(token, answer, user, store)
+        except Exception as refused:
+            reason = refusal_reason(refused)
+            telemetry.outcome(current, reason)
+            if reason != "error":
+                telemetry.record("turnstate.pauses.refused", reason=reason)
+            if reason == "expired":
+                telemetry.record("turnstate.pauses.expired")
+            raise
+        claims = resumed.claims
+        telemetry.outcome(
+            current, "answered", jti=claims.jti, thread_id=claims.thread_id, run_id=claims.run_id
+        )
+        telemetry.record("turnstate.pauses.answered")
+        telemetry.record(
+            "turnstate.pause.answer_delay", max(0.0, (timezone.now() - asked_at).total_seconds())
+        )
+        return resumed
+
+
+def refusal_reason(error: BaseException) -> str:
+    """The ``reason`` of ``turnstate.pauses.refused`` (and the resume span's outcome) for ``error``."""
+    reasons: list[tuple[type[BaseException], str]] = [
+        (TokenSignatureError, "invalid_token"),
+        (PayloadBindingError, "record_mismatch"),
+        (PauseCheckpointNotFoundError, "not_found"),
+        (PauseAlreadyAnsweredError, "already_answered"),
+        (PauseExpiredError, "expired"),
+        (PermissionDenied, "not_owner"),
+        (AnswerValidationError, "refused_by_schema"),
+        (CheckpointFieldError, "invalid_answer"),
+    ]
+    return next((reason for kind, reason in reasons if isinstance(error, kind)), "error")
+
+
+def _resume(
+    token: str, answer: Any, user: Any, store: TurnCheckpointStore | None
+) -> tuple[ResumedPause, datetime]:
+    """:func:`resume_pause`'s work; also when the pause was minted (for the answer delay)."""
     store = store if store is not None else get_default_store()
     answer_value = to_json("answer", answer)
     require_value(answer_value, max_bytes=conf.MAX_VALUE_BYTES)
@@ -78,7 +124,8 @@ def resume_pause(
     validate_answer(pause.answer_schema, answer)
     # The one winner.
     try:
-        if not ledger_rows.consume_and_answer(store, using, claims, answer_value, now):
+        trace = telemetry.traceparent()
+        if not ledger_rows.consume_and_answer(store, using, claims, answer_value, now, trace):
             raise _LostTheRaceError
     except (_LostTheRaceError, OperationalError) as exc:
         if isinstance(exc, OperationalError) and not is_serialization_failure(exc):
@@ -89,7 +136,7 @@ def resume_pause(
         raise PauseAlreadyAnsweredError(f"pause {claims.jti!r} was answered concurrently") from None
     resumed = ResumedPause(claims=claims, answer=answer, checkpoint=checkpoint)
     transaction.on_commit(lambda: after_answer(resumed), using=using)
-    return resumed
+    return resumed, pause.created_at
 
 
 class _LostTheRaceError(Exception):

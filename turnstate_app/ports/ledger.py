@@ -143,7 +143,12 @@ def read_pause(*, using: str, claims: PauseClaims, now: datetime) -> LedgerRead:
 
 
 def consume_and_answer(
-    store: TurnCheckpointStore, using: str, claims: PauseClaims, answer_value: str, now: datetime
+    store: TurnCheckpointStore,
+    using: str,
+    claims: PauseClaims,
+    answer_value: str,
+    now: datetime,
+    trace: str | None = None,
 ) -> bool:
     """Consume the pause and store the answer, together: True for the one caller that won.
 
@@ -155,9 +160,9 @@ def consume_and_answer(
     same_database = _answers_in_ledger_db(store, using)
     if connection.vendor == "postgresql" and same_database:
         with transaction.atomic(using=using) if connection.in_atomic_block else nullcontext():
-            return _consume_answering(connection, using, claims, answer_value, now)
+            return _consume_answering(connection, using, claims, answer_value, now, trace)
     with transaction.atomic(using=using):
-        if not _consume(connection, using, claims.jti, now):
+        if not _consume(connection, using, claims.jti, now, trace):
             return False
         # In this very transaction, rolled back whole if the write fails: no savepoint of the port's.
         with whole_transaction_writes() if same_database else nullcontext():
@@ -172,22 +177,27 @@ def _answers_in_ledger_db(store: TurnCheckpointStore, using: str) -> bool:
 
 
 def consume_statement(
-    connection: BaseDatabaseWrapper, using: str, jti: str, now: datetime
+    connection: BaseDatabaseWrapper, using: str, jti: str, now: datetime, trace: str | None = None
 ) -> tuple[str, tuple[Any, ...]]:
     """``PauseQuerySet.consume``'s UPDATE as SQL text and its parameters."""
     stamp = connection.ops.adapt_datetimefield_value(now)
     pending, pending_params = pending_sql(_quoting(connection, _models()[0]), stamp)
     sql = _statements(using).consume_prefix + pending
-    return sql, (*consumed_values(stamp).values(), jti, *pending_params)
+    return sql, (*consumed_values(stamp, trace).values(), jti, *pending_params)
 
 
-def _consume(connection: BaseDatabaseWrapper, using: str, jti: str, now: datetime) -> bool:
-    sql, params = consume_statement(connection, using, jti, now)
+def _consume(connection: BaseDatabaseWrapper, using: str, jti: str, now: datetime, trace: str | None) -> bool:
+    sql, params = consume_statement(connection, using, jti, now, trace)
     return run_statement(connection, sql, params, first_row=False)[0] == 1
 
 
 def _consume_answering(
-    connection: BaseDatabaseWrapper, using: str, claims: PauseClaims, answer_value: str, now: datetime
+    connection: BaseDatabaseWrapper,
+    using: str,
+    claims: PauseClaims,
+    answer_value: str,
+    now: datetime,
+    trace: str | None,
 ) -> bool:
     """``WITH won AS (<the consuming UPDATE> RETURNING 1) <the port's upsert> SELECT … FROM won``.
 
@@ -203,7 +213,7 @@ def _consume_answering(
         vendor=connection.vendor,
         max_bytes=conf.MAX_VALUE_BYTES,
     )
-    consume, consume_params = consume_statement(connection, using, claims.jti, now)
+    consume, consume_params = consume_statement(connection, using, claims.jti, now, trace)
     stamp = connection.ops.adapt_datetimefield_value(now)
     row = (claims.thread_id, claims.checkpoint_id, key, answer_value, claims.run_id, stamp, stamp)
     sql = f"WITH won AS ({consume} RETURNING 1) {_statements(using).answer_upsert}"

@@ -1,0 +1,258 @@
+"""The lifecycle's own spans and metrics, recorded by the real OpenTelemetry SDK into memory.
+
+One tracer and one meter provider for the whole process (OpenTelemetry allows one global of
+each); each test reads what its own work added.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.utils import timezone
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.factories import UserFactory
+from tests.pause_helpers import age, answered, mint
+from turnstate_app import telemetry
+from turnstate_app.errors import PauseAlreadyAnsweredError, PauseExpiredError, TokenSignatureError
+from turnstate_app.expiry import expire_overdue
+from turnstate_app.models import Pause
+from turnstate_app.pauses import resume_pause
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Recorded:
+    spans: InMemorySpanExporter
+    reader: InMemoryMetricReader
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.spans.get_finished_spans())
+
+    def named(self, name: str) -> list[ReadableSpan]:
+        return [span for span in self.finished() if span.name == name]
+
+    def points(self) -> dict[tuple[str, tuple[tuple[str, Any], ...]], Any]:
+        """Every metric point now: (name, attributes) -> the sum, or the histogram's (count, sum)."""
+        found: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+        data = self.reader.get_metrics_data()
+        for resource in data.resource_metrics if data else []:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        key = (metric.name, tuple(sorted((point.attributes or {}).items())))
+                        found[key] = (
+                            (point.count, point.sum) if isinstance(point, HistogramDataPoint) else point.value  # type: ignore[union-attr]
+                        )
+        return found
+
+
+@pytest.fixture(scope="session")
+def providers() -> Recorded:
+    spans = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(spans))
+    trace.set_tracer_provider(tracing)
+    reader = InMemoryMetricReader()
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+    return Recorded(spans, reader)
+
+
+@pytest.fixture
+def recorded(providers: Recorded) -> Iterator[Recorded]:
+    providers.spans.clear()
+    yield providers
+
+
+def added(before: dict[Any, Any], after: dict[Any, Any], name: str, **attributes: Any) -> Any:
+    """How much the counter ``name`` (with exactly these attributes) grew."""
+    key = (name, tuple(sorted((f"turnstate.{k}", v) for k, v in attributes.items())))
+    return after.get(key, 0) - before.get(key, 0)
+
+
+# -- resume ----------------------------------------------------------------------------------
+
+
+def test_an_answer_is_a_span_with_its_ids_and_outcome(recorded: Recorded) -> None:
+    minted = mint()
+    before = recorded.points()
+    resume_pause(minted.token, "yes")
+    [span] = recorded.named("turnstate.resume")
+    assert span.attributes is not None
+    assert span.attributes["turnstate.outcome"] == "answered"
+    assert span.attributes["turnstate.jti"] == minted.claims.jti
+    assert span.attributes["turnstate.thread_id"] == minted.claims.thread_id
+    after = recorded.points()
+    assert added(before, after, "turnstate.pauses.answered") == 1
+    delay_key = ("turnstate.pause.answer_delay", ())
+    count_before = before.get(delay_key, (0, 0))[0]
+    assert after[delay_key][0] == count_before + 1
+
+
+def test_the_answer_stores_its_trace_for_the_continuation_to_link_to(recorded: Recorded) -> None:
+    minted = mint()
+    resume_pause(minted.token, "yes")
+    [span] = recorded.named("turnstate.resume")
+    stored = Pause.objects.get(jti=minted.claims.jti).answer_traceparent
+    assert stored is not None
+    assert stored.split("-")[1] == format(span.context.trace_id, "032x")
+    assert stored.split("-")[2] == format(span.context.span_id, "016x")
+
+
+@pytest.mark.parametrize(
+    ("refuse", "reason", "error"),
+    [
+        ("again", "already_answered", PauseAlreadyAnsweredError),
+        ("expired", "expired", PauseExpiredError),
+        ("forged", "invalid_token", TokenSignatureError),
+        ("stranger", "not_owner", PermissionDenied),
+    ],
+)
+def test_a_refused_answer_is_counted_by_reason(
+    recorded: Recorded, refuse: str, reason: str, error: type[Exception]
+) -> None:
+    owner, stranger = UserFactory.create(), UserFactory.create()
+    minted = mint(owner=owner)
+    token = minted.token
+    if refuse == "again":
+        resume_pause(token, "first", user=owner)
+    if refuse == "expired":
+        Pause.objects.filter(jti=minted.claims.jti).update(expires_at=timezone.now() - timedelta(seconds=1))
+    if refuse == "forged":
+        token = token[:-4] + "AAAA"
+    before = recorded.points()
+    recorded.spans.clear()
+    with pytest.raises(error):
+        resume_pause(token, "second", user=stranger if refuse == "stranger" else owner)
+    after = recorded.points()
+    assert added(before, after, "turnstate.pauses.refused", reason=reason) == 1
+    assert added(before, after, "turnstate.pauses.expired") == (1 if reason == "expired" else 0)
+    [span] = recorded.named("turnstate.resume")
+    assert span.attributes is not None and span.attributes["turnstate.outcome"] == reason
+
+
+# -- hand-off, expiry, retention ---------------------------------------------------------------
+
+
+def failing_handler(resumed: Any) -> None:
+    raise RuntimeError("queue unavailable")
+
+
+def test_a_failed_hand_off_is_a_span_and_a_count(recorded: Recorded, turnstate_settings: Any) -> None:
+    turnstate_settings["RESUME_HANDLER"] = "tests.test_telemetry.failing_handler"
+    minted = mint()
+    before = recorded.points()
+    resume_pause(minted.token, "yes")
+    assert added(before, recorded.points(), "turnstate.handoff.failures") == 1
+    [span] = recorded.named("turnstate.handoff")
+    assert span.attributes is not None and span.attributes["turnstate.outcome"] == "failed"
+
+
+def test_expiry_counts_what_it_expired(recorded: Recorded) -> None:
+    for _ in range(3):
+        Pause.objects.filter(jti=mint().claims.jti).update(expires_at=timezone.now() - timedelta(seconds=1))
+    before = recorded.points()
+    assert expire_overdue().expired == 3
+    assert added(before, recorded.points(), "turnstate.pauses.expired") == 3
+
+
+def test_each_retention_batch_is_a_span_with_its_counts(recorded: Recorded) -> None:
+    for _ in range(3):
+        age(answered(), 40)
+    Pause.objects.purgeable(timezone.now() - timedelta(days=30)).purge(batch_size=2)
+    batches = recorded.named("turnstate.retention.batch")
+    assert [span.attributes["turnstate.pauses"] for span in batches if span.attributes] == [2, 1]
+
+
+# -- what spans never hold -----------------------------------------------------------------------
+
+
+def test_no_span_holds_a_question_an_answer_or_a_transcript(
+    recorded: Recorded, turnstate_settings: Any
+) -> None:
+    turnstate_settings["RESUME_HANDLER"] = "tests.test_telemetry.failing_handler"
+    minted = mint(
+        request={"question": "SECRET-QUESTION"},
+        prompt="SECRET-PROMPT",
+        messages=[{"role": "user", "content": "SECRET-TRANSCRIPT"}],
+    )
+    resume_pause(minted.token, {"answer": "SECRET-ANSWER"})
+    with pytest.raises(PauseAlreadyAnsweredError):
+        resume_pause(minted.token, {"answer": "SECRET-ANSWER-AGAIN"})
+    spans = recorded.finished()
+    assert spans
+    dumped = json.dumps([json.loads(span.to_json()) for span in spans])
+    assert "SECRET" not in dumped
+
+
+# -- without the API ------------------------------------------------------------------------------
+
+WITHOUT_OTEL = """
+import sys
+
+# As if it were not installed: an import of it fails, and importlib finds no spec.
+sys.modules["opentelemetry"] = None
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from tests.pause_helpers import mint
+from turnstate_app.pauses import resume_pause
+from turnstate_app import telemetry
+from turnstate_app.models import Pause
+
+minted = mint(1)
+resume_pause(minted.token, "yes")
+assert Pause.objects.get().answer_traceparent is None
+assert not telemetry.enabled()
+assert not [n for n, m in sys.modules.items() if n.startswith("opentelemetry") and m is not None], "imported"
+print("ok")
+"""
+
+
+CORE_SETTINGS = """
+from tests.settings import *  # noqa: F403
+
+# The core alone: PydanticAI itself needs OpenTelemetry's API.
+INSTALLED_APPS = [app for app in INSTALLED_APPS if not app.startswith("turnstate_app.contrib")]  # noqa: F405
+"""
+
+
+def test_without_opentelemetry_nothing_is_imported_and_the_lifecycle_runs(tmp_path: Path) -> None:
+    (tmp_path / "core_settings.py").write_text(CORE_SETTINGS)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "core_settings",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_OTEL], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr
+
+
+def test_hooks_without_the_api_are_no_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(telemetry, "_api", lambda: None)
+    with telemetry.span("turnstate.resume", jti="x") as current:
+        telemetry.outcome(current, "answered")
+        telemetry.record("turnstate.pauses.answered")
+    assert current is None and telemetry.traceparent() is None

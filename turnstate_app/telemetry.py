@@ -1,0 +1,148 @@
+"""The lifecycle's spans and metrics, through OpenTelemetry's API when it is installed (extra ``otel``).
+
+Without ``opentelemetry-api`` every hook here is a no-op that imports nothing and touches no
+database. With it, the project's own SDK set-up (exporters, sampling) decides where spans and
+metrics go; the app only names them. Spans carry ids and outcomes, never a question, an answer
+or a transcript: every attribute passes through :func:`attributes`, which keeps only the
+names in :data:`ATTRIBUTES`. Metrics are recorded where their event happens (a mint, an answer,
+a refusal): no callback of theirs queries the database, so an exporter's thread never opens a
+Django connection.
+
+The answer and its continuation run in different processes, often minutes apart: the resume
+stores its trace context (``traceparent``) on the ledger row with the answer, and the
+continuation's span links to it, so one trace view leads from the person's request to the run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from types import SimpleNamespace
+from typing import Any
+
+INSTRUMENTATION = "turnstate_app"
+
+METRICS: dict[str, tuple[str, str, str]] = {
+    "turnstate.pauses.minted": ("counter", "{pause}", "Pauses minted."),
+    "turnstate.pauses.answered": ("counter", "{pause}", "Pauses answered (their token consumed)."),
+    "turnstate.pauses.expired": ("counter", "{pause}", "Pauses found past their age unanswered."),
+    "turnstate.pauses.refused": ("counter", "{answer}", "Answers refused; attribute reason."),
+    "turnstate.pause.answer_delay": ("histogram", "s", "Seconds from a pause's mint to its answer."),
+    "turnstate.continuation.delay": ("histogram", "s", "Seconds from an answer to its run continuing."),
+    "turnstate.handoff.failures": ("counter", "{handoff}", "Hand-offs to RESUME_HANDLER that failed."),
+    "turnstate.continuations.stalled": (
+        "counter",
+        "{continuation}",
+        "Continuations found claimed and unfinished past STALLED_AFTER.",
+    ),
+}
+"""Each metric's kind, unit and description; the names are public (people alert on them)."""
+
+ATTRIBUTES = frozenset(
+    {
+        "turnstate.jti",
+        "turnstate.thread_id",
+        "turnstate.run_id",
+        "turnstate.session_id",
+        "turnstate.group",
+        "turnstate.agent",
+        "turnstate.resumable",
+        "turnstate.outcome",
+        "turnstate.reason",
+        "turnstate.framework",
+        "turnstate.rows",
+        "turnstate.pauses",
+    }
+)
+"""The only attribute names the app sets: ids, outcomes and counts."""
+
+
+@cache
+def _api() -> Any:
+    """OpenTelemetry's API modules, imported on first use; None when it is not installed."""
+    try:
+        if (
+            importlib.util.find_spec("opentelemetry") is None
+            or importlib.util.find_spec("opentelemetry.trace") is None
+        ):
+            return None
+    except (ImportError, ValueError):  # a parent that is not a package, or a spec-less stand-in
+        return None
+    from opentelemetry import metrics, propagate, trace
+
+    tracer = trace.get_tracer(INSTRUMENTATION)
+    meter = metrics.get_meter(INSTRUMENTATION)
+    instruments = {
+        name: (meter.create_counter if kind == "counter" else meter.create_histogram)(
+            name, unit=unit, description=description
+        )
+        for name, (kind, unit, description) in METRICS.items()
+    }
+    return SimpleNamespace(trace=trace, propagate=propagate, tracer=tracer, instruments=instruments)
+
+
+def enabled() -> bool:
+    """Whether OpenTelemetry's API is installed (then the hooks record)."""
+    return _api() is not None
+
+
+def attributes(values: dict[str, Any]) -> dict[str, Any]:
+    """``turnstate.<name>`` attributes of the allowed names whose values are set; text kept short."""
+    kept: dict[str, Any] = {}
+    for name, value in values.items():
+        key = f"turnstate.{name}"
+        if value is None or key not in ATTRIBUTES:
+            continue
+        kept[key] = value if isinstance(value, bool | int | float) else str(value)[:200]
+    return kept
+
+
+@contextmanager
+def span(name: str, *, links_to: str | None = None, **values: Any) -> Iterator[Any]:
+    """A span named ``name`` around the block (None without the API), linked to the trace of
+    ``links_to`` (a ``traceparent``) when given. An exception leaving the block is recorded on it."""
+    api = _api()
+    if api is None:
+        yield None
+        return
+    links = _links(api, links_to)
+    with api.tracer.start_as_current_span(name, attributes=attributes(values), links=links) as current:
+        yield current
+
+
+def outcome(current: Any, value: str, **values: Any) -> None:
+    """Set the span's ``turnstate.outcome`` (and other allowed attributes); no-op without a span."""
+    if current is not None:
+        current.set_attributes(attributes({"outcome": value, **values}))
+
+
+def record(name: str, value: float = 1, **values: Any) -> None:
+    """Add ``value`` to the counter ``name``, or record it in the histogram ``name``."""
+    api = _api()
+    if api is None:
+        return
+    instrument = api.instruments[name]
+    kept = attributes(values)
+    if hasattr(instrument, "add"):
+        instrument.add(value, kept)
+    else:
+        instrument.record(value, kept)
+
+
+def traceparent() -> str | None:
+    """The current trace context as a W3C ``traceparent`` (what the ledger stores with an answer)."""
+    api = _api()
+    if api is None:
+        return None
+    carrier: dict[str, str] = {}
+    api.propagate.inject(carrier)
+    return carrier.get("traceparent")
+
+
+def _links(api: Any, parent: str | None) -> list[Any]:
+    if not parent:
+        return []
+    context = api.trace.get_current_span(api.propagate.extract({"traceparent": parent})).get_span_context()
+    return [api.trace.Link(context)] if context.is_valid else []
