@@ -359,6 +359,7 @@ class PauseAdmin(ReadOnlyAdmin):
                     "group_state",
                     "continued_at",
                     "continuation_failure",
+                    "shown_digest",
                     "pretty_schema",
                 )
             },

@@ -214,6 +214,17 @@ class Pause(models.Model):
         ),
     )
 
+    shown_digest = models.CharField(
+        _("shown digest"),
+        max_length=64,
+        null=True,
+        blank=True,
+        help_text=_(
+            "SHA-256 of what the person was shown (canonical JSON); the run continues only while the "
+            "stored state still asks exactly that. Empty: minted before it was recorded, not checked."
+        ),
+    )
+
     objects = PauseQuerySet.as_manager()
 
     class Meta:

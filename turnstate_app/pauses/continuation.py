@@ -9,7 +9,10 @@ continuation that ran twice would run the approved tool twice or fork the thread
 2. the continuation is claimed once, across processes, with the port's insert-if-absent
    (``continuation:<jti>`` of the group's lead); every other caller gets ``ran=False``;
 3. the run takes its thread's turn (:mod:`turnstate_app.pauses.thread_turns`);
-4. ``run`` returns: the ledger records ``continued_at``. ``ContinuationRefused``: the ledger
+4. ``still_shown`` (when given) says what the stored state asks now, for each answered pause
+   that recorded what its person was shown: a different digest is refused like step 5's
+   ``ContinuationRefused``, before ``run`` (:mod:`turnstate_app.pauses.shown`);
+5. ``run`` returns: the ledger records ``continued_at``. ``ContinuationRefused``: the ledger
    records the reason (``continuation_failure``). Any other exception: the claim stays and
    nothing is recorded, so the pause shows as *stalled* after ``STALLED_AFTER`` —
    delivery is at least once, a continuation at most once, and a lost one always visible.
@@ -36,6 +39,7 @@ from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.pauses.groups import members_of
 from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
 from turnstate_app.pauses.mint import MintedPause, mint_pause
+from turnstate_app.pauses.shown import question_changed, shown_digest
 from turnstate_app.pauses.thread_turns import ReleasableCommands, ThreadTurn, atake_turn, holding, take_turn
 from turnstate_app.ports import get_default_store
 from turnstate_app.ports.model import reading_primary
@@ -121,12 +125,19 @@ def continue_once(
     *,
     store: TurnCheckpointStore | None = None,
     agent: str | None = UNCHECKED,
+    still_shown: Callable[[ResumedPause], Any] | None = None,
 ) -> ContinueResult:
     """Run ``run`` for ``resumed``'s run at most once across all processes (see the module).
 
     ``agent``: the name of the graph or agent ``run`` continues with (None: it has none). A
     pause that recorded another is refused before anything is claimed; left out, nothing is
     checked.
+
+    ``still_shown``: called with each answered pause (the group's members) that recorded what
+    was shown, after the claim and before ``run``; it returns what the stored state asks now.
+    When its digest differs from the one recorded at mint, nothing runs: ``ran=False``, the
+    reason says the question changed (both digests' first characters), and the pause is listed
+    as a failed continuation. It may raise ``ContinuationRefused`` itself.
     """
     claimed = claim(resumed, store, agent)
     if isinstance(claimed, ContinueResult):
@@ -139,6 +150,9 @@ def continue_once(
     try:
         try:
             with holding(turn):
+                if still_shown is not None:
+                    for pause, member in to_confirm(claimed):
+                        require_shown(pause, still_shown(member))
                 output = run(claimed.continuation)
         except ContinuationRefused as refused:
             return refuse(claimed, refused)
@@ -153,8 +167,10 @@ async def acontinue_once(
     *,
     store: TurnCheckpointStore | None = None,
     agent: str | None = UNCHECKED,
+    still_shown: Callable[[ResumedPause], Any | Awaitable[Any]] | None = None,
 ) -> ContinueResult:
-    """:func:`continue_once` for async code; ``run`` may be a plain function or ``async def``."""
+    """:func:`continue_once` for async code; ``run`` and ``still_shown`` may be plain functions or
+    ``async def``."""
     claimed = await sync_to_async(claim, thread_sensitive=True)(resumed, store, agent)
     if isinstance(claimed, ContinueResult):
         return claimed
@@ -166,6 +182,10 @@ async def acontinue_once(
     try:
         try:
             with holding(turn):
+                if still_shown is not None:
+                    for pause, member in to_confirm(claimed):
+                        shown = still_shown(member)
+                        require_shown(pause, await shown if inspect.isawaitable(shown) else shown)
                 output = run(claimed.continuation)
                 if inspect.isawaitable(output):
                     output = await output
@@ -216,6 +236,29 @@ def claim(
         resumed=resumed, members=answers, owner=pause.owner, agent=pause.agent, store=store
     )
     return Claimed(continuation=continuation, members=members, lead=lead, claim_value=value, store=store)
+
+
+def to_confirm(claimed: Claimed) -> list[tuple[Pause, ResumedPause]]:
+    """The answered pauses whose question ``still_shown`` must confirm: each ledger row that recorded
+    what was shown (one minted before recorded nothing, and is not checked), with its answer."""
+    return [
+        (pause, member)
+        for pause, member in zip(claimed.members, claimed.continuation.members, strict=True)
+        if pause.shown_digest is not None
+    ]
+
+
+def require_shown(pause: Pause, shown: Any) -> None:
+    """``ContinuationRefused`` unless ``shown`` has the digest ``pause`` recorded at mint."""
+    try:
+        current = shown_digest(shown)
+    except (TypeError, ValueError) as exc:
+        raise ContinuationRefused(
+            f"pause {pause.jti}: what the stored state asks now is not JSON ({exc}); nothing was run"
+        ) from None
+    assert pause.shown_digest is not None
+    if current != pause.shown_digest:
+        raise ContinuationRefused(question_changed(pause.jti, pause.shown_digest, current))
 
 
 def wrong_agent(pause: Pause, agent: str | None) -> str:

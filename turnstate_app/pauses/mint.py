@@ -38,6 +38,7 @@ from turnstate_app.pauses.answers import check_schema
 from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.earned import ResumableCheck, earned
 from turnstate_app.pauses.groups import check_group
+from turnstate_app.pauses.shown import digest_at_mint
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
@@ -87,12 +88,16 @@ def mint_pause(
     group: str | None = None,
     resumable_check: ResumableCheck | None = None,
     agent: str | None = None,
+    shown: Any = None,
 ) -> MintedPause:
     """Record a pause and return its single-use token.
 
     ``agent``: the name of the graph or agent that paused; ``continue_once`` then refuses
-    any other before claiming anything. A failed request write or ledger write raises and
-    returns no token; a failed turn-state record returns a token with ``resumable=False``.
+    any other before claiming anything. ``shown``: what the person is shown (JSON; default:
+    ``request``); its digest is recorded, and ``continue_once(..., still_shown=...)`` runs
+    nothing when the stored state no longer asks exactly that. A failed request write or
+    ledger write raises and returns no token; a failed turn-state record returns a token
+    with ``resumable=False``.
     """
     store = store if store is not None else get_default_store()
     answer_schema = check_schema(answer_schema)
@@ -112,6 +117,7 @@ def mint_pause(
     )
     request_key = payload_key(claims)
     request_value = to_json("request", request)
+    digest = digest_at_mint(request if shown is None else shown)
     turn = stamped_turn(TurnCheckpoint.model_construct(prompt=prompt, messages=messages), claims)
     try:
         encoded = turn.encode()  # a transcript that cannot be stored is the caller's bug: say so now
@@ -128,6 +134,7 @@ def mint_pause(
         "answer_schema": answer_schema,
         "group": group,
         "agent": agent,
+        "shown_digest": digest,
     }
     rows = (store, claims, request_value, turn, encoded, ledger)
     if alias is None:
