@@ -21,12 +21,18 @@ Why each step is there (each was a reproduced failure, see the README):
   two processes pausing one head at once both read "no pause yet" and minted each
   interrupt twice;
 - the graph's name, checked before the claim: a hand-off to another graph of the project
-  read the thread, found the interrupt "not pending" and spent the continuation.
+  read the thread, found the interrupt "not pending" and spent the continuation;
+- the question, checked before the graph runs (``still_shown``): LangGraph re-runs the node
+  from the stored state and applies the answer to whatever it asks then, so a pending
+  interrupt whose value (or, for a batched review, whose tool calls) changed since the pause
+  was minted is refused. The head read for that check is the one the run starts from: no
+  statement is added.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -42,6 +48,7 @@ from turnstate_app.contrib.langgraph.interrupts import (
     pending_interrupts,
     project_messages,
     scope_of,
+    shown_of,
     thread_of,
 )
 from turnstate_app.contrib.langgraph.ledger import already_paused
@@ -130,6 +137,7 @@ def _mint_fields(
             "prompt": interrupt.prompt,
             "messages": messages,
             "answer_schema": interrupt.answer_schema,
+            "shown": interrupt.shown,
             "resumable_check": partial(_still_pending, graph, head),
         }
         for interrupt in pending
@@ -151,22 +159,66 @@ def continue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
     ``ran=False`` with a ``reason`` when the pause was minted by another graph (nothing is
     claimed: that graph can still continue it), when it was continued before (a
     redelivery), when the interrupt is no longer pending at the head (nothing else is
-    answered in its place), or when the graph refuses the answer ("answer refused by the
-    graph: ..."; listed for operators as a failed continuation). Any other error propagates
+    answered in its place), when the graph refuses the answer ("answer refused by the
+    graph: ..."), or when the interrupt's question changed since the pause was minted ("the
+    question changed since it was asked"; nothing runs); both are listed for operators as
+    failed continuations. Any other error propagates
     and the pause shows as stalled. Pauses the run stops at next keep the continued
     pause's graph name.
     """
-    return continue_once(resumed, partial(_continue, graph), agent=name_of(graph))
+    head = _Head(graph, _thread_head(resumed.claims))
+    return continue_once(resumed, partial(_continue, head), agent=name_of(graph), still_shown=head.shown)
 
 
 async def acontinue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
     """:func:`continue_graph` for async code: ``ainvoke`` on the graph, the same guarantees."""
-    return await acontinue_once(resumed, partial(_acontinue, graph), agent=name_of(graph))
+    head = _Head(graph, _thread_head(resumed.claims))
+    return await acontinue_once(
+        resumed, partial(_acontinue, head), agent=name_of(graph), still_shown=head.ashown
+    )
 
 
-def _continue(graph: Any, continuation: Continuation) -> Any:
+@dataclass
+class _Head:
+    """The thread's head as one continuation reads it before the graph runs: read once, by the
+    question's check (``still_shown``) or else by the run, and used by both."""
+
+    graph: Any
+    config: RunnableConfig
+    snapshot: Any = None
+
+    def read(self) -> Any:
+        if self.snapshot is None:
+            self.snapshot = self.graph.get_state(self.config)
+        return self.snapshot
+
+    async def aread(self) -> Any:
+        if self.snapshot is None:
+            self.snapshot = await self.graph.aget_state(self.config)
+        return self.snapshot
+
+    def shown(self, member: ResumedPause) -> Any:
+        return _shown_now(self.read(), member.claims)
+
+    async def ashown(self, member: ResumedPause) -> Any:
+        return _shown_now(await self.aread(), member.claims)
+
+
+def _shown_now(snapshot: Any, claims: PauseClaims) -> Any:
+    """What the pending interrupt of ``claims`` asks at the head now (:func:`shown_of`), or the
+    refusal ``run`` would give when it is not pending."""
+    interrupt_id = _interrupt_of(claims)
+    for interrupt in snapshot.interrupts:
+        if interrupt.id == interrupt_id:
+            return shown_of(interrupt.value, snapshot.values)
+    _require_pending(snapshot, {interrupt_id: None}, claims)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _continue(reading: _Head, continuation: Continuation) -> Any:
+    graph = reading.graph
     head, resume = _resume_of(continuation)
-    _require_pending(graph.get_state(head), resume, continuation.resumed.claims)
+    _require_pending(reading.read(), resume, continuation.resumed.claims)
     try:
         output = graph.invoke(_command(resume), strict(head))
     except Exception as exc:
@@ -178,9 +230,10 @@ def _continue(graph: Any, continuation: Continuation) -> Any:
     return output
 
 
-async def _acontinue(graph: Any, continuation: Continuation) -> Any:
+async def _acontinue(reading: _Head, continuation: Continuation) -> Any:
+    graph = reading.graph
     head, resume = _resume_of(continuation)
-    _require_pending(await graph.aget_state(head), resume, continuation.resumed.claims)
+    _require_pending(await reading.aread(), resume, continuation.resumed.claims)
     try:
         output = await graph.ainvoke(_command(resume), strict(head))
     except Exception as exc:
@@ -200,17 +253,22 @@ async def _acontinue(graph: Any, continuation: Continuation) -> Any:
 
 def _resume_of(continuation: Continuation) -> tuple[RunnableConfig, dict[str, Any]]:
     """The thread's head, and the answer of every pause this continuation carries, by interrupt id."""
-    claims = continuation.resumed.claims
     resume: dict[str, Any] = {}
     for member in continuation.members or [continuation.resumed]:
-        interrupt_id = member.claims.interrupt_id
-        if not interrupt_id:
-            raise ContinuationRefused(
-                f"pause {member.claims.jti!r} names no LangGraph interrupt: "
-                "it was not minted by pause_interrupts"
-            )
-        resume[interrupt_id] = member.answer
-    return head_config({"configurable": {"thread_id": claims.thread_id}}), resume
+        resume[_interrupt_of(member.claims)] = member.answer
+    return _thread_head(continuation.resumed.claims), resume
+
+
+def _thread_head(claims: PauseClaims) -> RunnableConfig:
+    return head_config({"configurable": {"thread_id": claims.thread_id}})
+
+
+def _interrupt_of(claims: PauseClaims) -> str:
+    if not claims.interrupt_id:
+        raise ContinuationRefused(
+            f"pause {claims.jti!r} names no LangGraph interrupt: it was not minted by pause_interrupts"
+        )
+    return claims.interrupt_id
 
 
 def _require_pending(snapshot: Any, resume: dict[str, Any], claims: PauseClaims) -> None:

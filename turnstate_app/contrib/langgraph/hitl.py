@@ -15,6 +15,7 @@ spent. The middleware is not imported: the request is recognised by its shape.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 ACTION = {
@@ -79,3 +80,36 @@ def batched_answer_schema(value: dict[str, Any]) -> dict[str, Any]:
         },
         "required": ["decisions"],
     }
+
+
+def as_reasked(value: dict[str, Any], values: Any) -> dict[str, Any]:
+    """The batched review as the middleware asks it again when the run continues.
+
+    The middleware re-runs and rebuilds its actions from the tool calls of the state's last AI
+    message, and runs those calls: so each action's ``args`` are taken from there (the gated
+    calls in order, matched by name), not from the stored interrupt. An edited message then
+    reads as a changed question. An action with no such call gets ``args: None``.
+    """
+    calls = _last_tool_calls(values)
+    actions: list[Any] = []
+    start = 0
+    for action in value["action_requests"]:
+        found = next((i for i in range(start, len(calls)) if calls[i].get("name") == action["name"]), None)
+        if found is None:
+            actions.append({**action, "args": None})
+            continue
+        start = found + 1
+        actions.append({**action, "args": calls[found].get("args")})
+    return {**value, "action_requests": actions}
+
+
+def _last_tool_calls(values: Any) -> list[dict[str, Any]]:
+    """The tool calls of the last AI message in the state's ``messages`` (as the middleware finds it)."""
+    messages = values.get("messages") if isinstance(values, Mapping) else getattr(values, "messages", None)
+    if not isinstance(messages, list):
+        return []
+    for message in reversed(messages):
+        if getattr(message, "type", None) == "ai":
+            calls = getattr(message, "tool_calls", None) or []
+            return [call for call in calls if isinstance(call, dict)]
+    return []

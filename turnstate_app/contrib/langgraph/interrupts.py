@@ -3,8 +3,9 @@
 Everything here reads; nothing writes. The pause stores the interrupt's value as its
 request (JSON, refused with a clear error before anything is written when it is not),
 LangGraph's interrupt id, a ``tool_call_id`` when the value carries one, the answer's
-JSON Schema from ``response_schema``, and a projection of the graph's messages for
-display. The saver keeps the real state; the projection is what a person is shown.
+JSON Schema from ``response_schema``, what the person is shown (:func:`shown_of`, its
+digest checked again before the run continues), and a projection of the graph's messages
+for display. The saver keeps the real state; the projection is what a person is shown.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from turnstate_app.contrib.langgraph.hitl import batched_answer_schema, is_batched_review
+from turnstate_app.contrib.langgraph.hitl import as_reasked, batched_answer_schema, is_batched_review
 from turnstate_app.errors import TurnStateError
 
 PROMPT_KEYS = ("question", "prompt", "description", "message", "text")
@@ -37,6 +38,7 @@ class PendingInterrupt:
     tool_call_id: str | None
     answer_schema: dict[str, Any] | None
     name: str | None
+    shown: Any
 
 
 def head_config(config: RunnableConfig) -> RunnableConfig:
@@ -74,10 +76,18 @@ def pending_ids(snapshot: Any) -> set[str]:
 def pending_interrupts(snapshot: Any) -> list[PendingInterrupt]:
     """Every interrupt pending at ``snapshot``, each checked to be storable before any is minted."""
     names = {interrupt.id: task.name for task in snapshot.tasks for interrupt in task.interrupts}
-    return [_pending(interrupt, names.get(interrupt.id)) for interrupt in snapshot.interrupts]
+    values = snapshot.values
+    return [_pending(interrupt, names.get(interrupt.id), values) for interrupt in snapshot.interrupts]
 
 
-def _pending(interrupt: Any, name: str | None) -> PendingInterrupt:
+def shown_of(value: Any, values: Any) -> Any:
+    """What the person is shown for an interrupt of ``value`` in a state of ``values``: the value, and
+    for the middleware's batched review the tool calls it will run (:func:`~.hitl.as_reasked`).
+    Computed so at mint and again before the run continues; the two digests must agree."""
+    return as_reasked(value, values) if is_batched_review(value) else value
+
+
+def _pending(interrupt: Any, name: str | None, values: Any) -> PendingInterrupt:
     value = interrupt.value
     as_json = json_value(value, what=f"the value of interrupt {interrupt.id!r} (node {name!r})")
     request = as_json if isinstance(as_json, dict) else {"value": as_json}
@@ -92,6 +102,7 @@ def _pending(interrupt: Any, name: str | None) -> PendingInterrupt:
         tool_call_id=tool_call_id if isinstance(tool_call_id, str) and tool_call_id else None,
         answer_schema=answer_schema,
         name=name,
+        shown=shown_of(as_json, values),
     )
 
 
