@@ -11,18 +11,25 @@ the continued pause's owner, with its agent's name.
 A pause that recorded an agent's name (``pause_deferred(..., agent=...)``) is continued by an
 agent of that name only: any other is refused before the continuation is claimed, so the
 right agent can still continue it.
+
+Before the agent runs, each deferred call is read again where PydanticAI will execute it (the
+conversation's last response): a call whose tool or arguments changed since its pause was
+minted is refused (``still_shown``), and nothing runs. The conversation that check loads is
+the one the run continues from.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import ConversationStore
+from pydantic_ai.messages import ModelResponse
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 
-from turnstate_app.contrib.pydantic_ai.deferred import APPROVAL, approval_result, tool_schemas
+from turnstate_app.contrib.pydantic_ai.deferred import APPROVAL, approval_result, shown_call, tool_schemas
 from turnstate_app.contrib.pydantic_ai.pausing import mint_fields
 from turnstate_app.errors import ContinuationRefused
 from turnstate_app.pauses import Continuation, ContinueResult, ResumedPause, acontinue_once, continue_once
@@ -42,10 +49,15 @@ def continue_agent(
     (``deps``, ``model_settings``, ``usage_limits``...).
     """
 
-    def run(continuation: Continuation) -> Any:
-        return async_to_sync(_continue)(agent, continuation, store, run_options)
+    latest = _Latest(store, resumed.claims.thread_id)
 
-    return continue_once(resumed, run, agent=_name(agent))
+    def run(continuation: Continuation) -> Any:
+        return async_to_sync(_continue)(agent, continuation, latest, run_options)
+
+    def still_shown(member: ResumedPause) -> Any:
+        return async_to_sync(latest.shown)(member)
+
+    return continue_once(resumed, run, agent=_name(agent), still_shown=still_shown)
 
 
 async def acontinue_agent(
@@ -53,10 +65,12 @@ async def acontinue_agent(
 ) -> ContinueResult:
     """:func:`continue_agent` for async code."""
 
-    async def run(continuation: Continuation) -> Any:
-        return await _continue(agent, continuation, store, run_options)
+    latest = _Latest(store, resumed.claims.thread_id)
 
-    return await acontinue_once(resumed, run, agent=_name(agent))
+    async def run(continuation: Continuation) -> Any:
+        return await _continue(agent, continuation, latest, run_options)
+
+    return await acontinue_once(resumed, run, agent=_name(agent), still_shown=latest.shown)
 
 
 def _name(agent: Any) -> str | None:
@@ -64,13 +78,52 @@ def _name(agent: Any) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+@dataclass
+class _Latest:
+    """The latest conversation as one continuation reads it before the agent runs: loaded once,
+    by the question's check (``still_shown``) or else by the run, and used by both."""
+
+    store: ConversationStore
+    conversation_id: str
+    conversation: Conversation | None = None
+
+    async def load(self) -> Conversation:
+        if self.conversation is None:
+            self.conversation = await self.store.load(self.conversation_id)
+            if self.conversation is None:
+                raise ContinuationRefused(f"conversation {self.conversation_id!r} is not in the store")
+        return self.conversation
+
+    async def shown(self, member: ResumedPause) -> Any:
+        """What the run would execute for ``member``'s call (:func:`shown_call`; None: no such call in
+        the last response), or the refusal the run gives when the call is no longer deferred."""
+        conversation = await self.load()
+        call_id = member.claims.tool_call_id
+        if call_id not in _waiting(conversation):
+            deferred_results(conversation, [member])  # raises: no longer deferred
+        for message in reversed(conversation.messages):
+            if isinstance(message, ModelResponse):
+                for part in message.tool_calls:
+                    if part.tool_call_id == call_id:
+                        return shown_call(part.tool_name, part.args_as_dict())
+                return None
+        return None
+
+
+def _waiting(conversation: Conversation) -> set[str]:
+    """The tool call ids the conversation waits on."""
+    requests = conversation.deferred_tool_requests
+    if requests is None:
+        return set()
+    return {part.tool_call_id for part in [*requests.approvals, *requests.calls]}
+
+
 async def _continue(
-    agent: Any, continuation: Continuation, store: ConversationStore, run_options: dict[str, Any]
+    agent: Any, continuation: Continuation, latest: _Latest, run_options: dict[str, Any]
 ) -> Any:
-    conversation_id = continuation.resumed.claims.thread_id
-    conversation = await store.load(conversation_id)
-    if conversation is None:
-        raise ContinuationRefused(f"conversation {conversation_id!r} is not in the store")
+    store = latest.store
+    conversation_id = latest.conversation_id
+    conversation = await latest.load()
     results = deferred_results(conversation, continuation.members)
     result = await agent.run(conversation=conversation, deferred_tool_results=results, **run_options)
     await store.save(result)
@@ -87,9 +140,7 @@ def deferred_results(conversation: Conversation, members: list[ResumedPause]) ->
     """Every member's answer, for the calls the conversation still waits on; else refused, saying
     what the latest revision waits on."""
     requests = conversation.deferred_tool_requests
-    waiting = (
-        set() if requests is None else {part.tool_call_id for part in [*requests.approvals, *requests.calls]}
-    )
+    waiting = _waiting(conversation)
     answers = {member.claims.tool_call_id: member.answer for member in members}
     gone = sorted(str(call_id) for call_id in answers if call_id not in waiting)
     found = f"revision {conversation.revision} waits on " + (

@@ -191,6 +191,7 @@ def _member(
         "request": call.request(conversation_id),
         "prompt": f"{call.kind}: {call.tool_name}",
         "answer_schema": call.answer_schema(),
+        "shown": call.shown(),
         "group": group,
         "resumable_check": check,
     }
