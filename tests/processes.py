@@ -254,3 +254,31 @@ def purge_pausing_after_the_decision(
     finally:
         decided.set()
         connection.close()
+
+
+def continue_traced_elsewhere(settings_dict: dict[str, Any], jti: str) -> list[dict[str, Any]]:
+    """In a fresh process with its own tracer: continue the answered pause ``jti`` (rebuilt from
+    the store alone) and report the spans this process recorded, with their links."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    trace.set_tracer_provider(provider)
+    boot_django(settings_dict)
+    from turnstate_app.pauses import continue_once, resumed
+
+    result = continue_once(resumed(jti), lambda continuation: "continued")
+    assert result.ran, result.reason
+    return [
+        {
+            "name": span.name,
+            "trace_id": span.context.trace_id,
+            "attributes": dict(span.attributes or {}),
+            "links": [(link.context.trace_id, link.context.span_id) for link in span.links],
+        }
+        for span in spans.get_finished_spans()
+    ]

@@ -7,10 +7,12 @@ each); each test reads what its own work added.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.utils import timezone
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
@@ -28,15 +31,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.factories import UserFactory
 from tests.pause_helpers import age, answered, mint
+from tests.processes import continue_traced_elsewhere
 from turnstate_app import telemetry
 from turnstate_app.errors import PauseAlreadyAnsweredError, PauseExpiredError, TokenSignatureError
 from turnstate_app.expiry import expire_overdue
 from turnstate_app.models import Pause
-from turnstate_app.pauses import resume_pause
+from turnstate_app.pauses import continue_once, resume_pause
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REPO = Path(__file__).resolve().parent.parent
+SPAWN = multiprocessing.get_context("spawn")
 
 
 @dataclass
@@ -149,6 +154,52 @@ def test_a_refused_answer_is_counted_by_reason(
     assert span.attributes is not None and span.attributes["turnstate.outcome"] == reason
 
 
+# -- mint and continuation ---------------------------------------------------------------------
+
+
+def test_a_mint_is_a_span_and_a_count(recorded: Recorded) -> None:
+    before = recorded.points()
+    minted = mint(group="trip")
+    [span] = recorded.named("turnstate.mint")
+    assert span.attributes is not None
+    assert (span.attributes["turnstate.jti"], span.attributes["turnstate.group"]) == (
+        minted.claims.jti,
+        "trip",
+    )
+    assert span.attributes["turnstate.resumable"] is True
+    assert added(before, recorded.points(), "turnstate.pauses.minted") == 1
+
+
+def test_a_continuation_answered_in_another_process_links_to_the_answers_trace(recorded: Recorded) -> None:
+    minted = mint()
+    tracer = trace.get_tracer("the person's request")
+    with tracer.start_as_current_span("POST /api/turnstate/pauses/resume/") as request:
+        resume_pause(minted.token, "yes")
+    asked = request.get_span_context()
+    [answer] = recorded.named("turnstate.resume")
+    before = recorded.points()
+    with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
+        spans = pool.submit(
+            continue_traced_elsewhere, dict(connection.settings_dict), minted.claims.jti
+        ).result()
+    [continued] = [span for span in spans if span["name"] == "turnstate.continue"]
+    assert continued["trace_id"] != asked.trace_id  # another process, another trace...
+    assert continued["links"] == [(asked.trace_id, answer.context.span_id)]  # ...linked to the answer
+    assert continued["attributes"]["turnstate.outcome"] == "ran"
+    assert continued["attributes"]["turnstate.jti"] == minted.claims.jti
+    assert before == recorded.points()  # the other process's metrics are its own
+
+
+def test_a_continuation_here_records_its_delay(recorded: Recorded) -> None:
+    resumed = resume_pause(mint().token, "yes")
+    before = recorded.points()
+    assert continue_once(resumed, lambda continuation: "done").ran
+    delay = ("turnstate.continuation.delay", ())
+    assert recorded.points()[delay][0] == before.get(delay, (0, 0))[0] + 1
+    [span] = recorded.named("turnstate.continue")
+    assert span.attributes is not None and span.attributes["turnstate.outcome"] == "ran"
+
+
 # -- hand-off, expiry, retention ---------------------------------------------------------------
 
 
@@ -180,6 +231,40 @@ def test_each_retention_batch_is_a_span_with_its_counts(recorded: Recorded) -> N
     Pause.objects.purgeable(timezone.now() - timedelta(days=30)).purge(batch_size=2)
     batches = recorded.named("turnstate.retention.batch")
     assert [span.attributes["turnstate.pauses"] for span in batches if span.attributes] == [2, 1]
+
+
+def test_the_metrics_of_a_scripted_day(recorded: Recorded, turnstate_settings: Any) -> None:
+    """Four pauses minted; two answered (one continued, one whose worker died); one expired;
+    one refused answer; the stalled continuation released by an operator."""
+    turnstate_settings["STALLED_AFTER"] = 60
+    before = recorded.points()
+    continued, crashed, unanswered, _waiting = (mint() for _ in range(4))
+    assert continue_once(resume_pause(continued.token, "yes"), lambda continuation: "done").ran
+    with pytest.raises(PauseAlreadyAnsweredError):
+        resume_pause(continued.token, "again")
+
+    def crash(continuation: Any) -> None:
+        raise RuntimeError("the worker died")
+
+    with pytest.raises(RuntimeError):
+        continue_once(resume_pause(crashed.token, "yes"), crash)
+    Pause.objects.filter(jti=unanswered.claims.jti).update(expires_at=timezone.now() - timedelta(seconds=1))
+    expire_overdue()
+    assert Pause.objects.release_stalled(timezone.now() + timedelta(seconds=61)) == [crashed.claims.jti]
+    after = recorded.points()
+    counts = {
+        name: added(before, after, f"turnstate.{name}")
+        for name in ("pauses.minted", "pauses.answered", "pauses.expired", "continuations.stalled")
+    }
+    assert counts == {
+        "pauses.minted": 4,
+        "pauses.answered": 2,
+        "pauses.expired": 1,
+        "continuations.stalled": 1,
+    }
+    assert added(before, after, "turnstate.pauses.refused", reason="already_answered") == 1
+    delays = ("turnstate.continuation.delay", ())
+    assert after[delays][0] - before.get(delays, (0, 0))[0] == 2  # both claimed a continuation
 
 
 # -- what spans never hold -----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from django.db.models import Case, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Concat
 from django.utils import timezone
 
+from turnstate_app import telemetry
 from turnstate_app.choices import PauseStatus, RowKind
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
@@ -314,6 +315,8 @@ class PauseQuerySet(models.QuerySet["Pause"]):
                 ).delete()
                 ledger.filter(pk=pk).update(handed_off_at=None)
                 released.append(pause.jti)
+        if released:
+            telemetry.record("turnstate.continuations.stalled", len(released))
         return released
 
     def stranded(self, now: datetime) -> PauseQuerySet:

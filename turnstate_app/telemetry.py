@@ -16,8 +16,7 @@ continuation's span links to it, so one trace view leads from the person's reque
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from types import SimpleNamespace
 from typing import Any
@@ -99,17 +98,20 @@ def attributes(values: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-@contextmanager
-def span(name: str, *, links_to: str | None = None, **values: Any) -> Iterator[Any]:
+_NO_SPAN: AbstractContextManager[Any] = nullcontext(None)
+"""What :func:`span` gives without the API: reusable, so a no-op costs no allocation."""
+
+
+def span(name: str, *, links_to: str | None = None, **values: Any) -> AbstractContextManager[Any]:
     """A span named ``name`` around the block (None without the API), linked to the trace of
     ``links_to`` (a ``traceparent``) when given. An exception leaving the block is recorded on it."""
     api = _api()
     if api is None:
-        yield None
-        return
-    links = _links(api, links_to)
-    with api.tracer.start_as_current_span(name, attributes=attributes(values), links=links) as current:
-        yield current
+        return _NO_SPAN
+    manager: AbstractContextManager[Any] = api.tracer.start_as_current_span(
+        name, attributes=attributes(values), links=_links(api, links_to)
+    )
+    return manager
 
 
 def outcome(current: Any, value: str, **values: Any) -> None:
@@ -139,6 +141,16 @@ def traceparent() -> str | None:
     carrier: dict[str, str] = {}
     api.propagate.inject(carrier)
     return carrier.get("traceparent")
+
+
+def link_current(parent: str | None) -> None:
+    """Link the current span to the trace of ``parent`` (a ``traceparent``): a continuation to
+    the answer it continues, recorded once the pause is read. No-op without one of them."""
+    api = _api()
+    if api is None or not parent:
+        return
+    for link in _links(api, parent):
+        api.trace.get_current_span().add_link(link.context)
 
 
 def _links(api: Any, parent: str | None) -> list[Any]:

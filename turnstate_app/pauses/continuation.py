@@ -31,6 +31,7 @@ from asgiref.sync import sync_to_async
 from django.db import router
 from django.utils import timezone
 
+from turnstate_app import telemetry
 from turnstate_app.choices import PauseStatus
 from turnstate_app.errors import ContinuationRefused, ThreadBusyError
 from turnstate_app.keys import continuation_key
@@ -139,6 +140,19 @@ def continue_once(
     reason says the question changed (both digests' first characters), and the pause is listed
     as a failed continuation. It may raise ``ContinuationRefused`` itself.
     """
+    with continuation_span(resumed) as current:
+        result = _continue_once(resumed, run, store, agent, still_shown)
+        telemetry.outcome(current, "ran" if result.ran else "not_run")
+        return result
+
+
+def _continue_once(
+    resumed: ResumedPause,
+    run: Callable[[Continuation], Any],
+    store: TurnCheckpointStore | None,
+    agent: str | None,
+    still_shown: Callable[[ResumedPause], Any] | None,
+) -> ContinueResult:
     claimed = claim(resumed, store, agent)
     if isinstance(claimed, ContinueResult):
         return claimed
@@ -171,6 +185,19 @@ async def acontinue_once(
 ) -> ContinueResult:
     """:func:`continue_once` for async code; ``run`` and ``still_shown`` may be plain functions or
     ``async def``."""
+    with continuation_span(resumed) as current:
+        result = await _acontinue_once(resumed, run, store, agent, still_shown)
+        telemetry.outcome(current, "ran" if result.ran else "not_run")
+        return result
+
+
+async def _acontinue_once(
+    resumed: ResumedPause,
+    run: Callable[[Continuation], Any | Awaitable[Any]],
+    store: TurnCheckpointStore | None,
+    agent: str | None,
+    still_shown: Callable[[ResumedPause], Any | Awaitable[Any]] | None,
+) -> ContinueResult:
     claimed = await sync_to_async(claim, thread_sensitive=True)(resumed, store, agent)
     if isinstance(claimed, ContinueResult):
         return claimed
@@ -194,6 +221,14 @@ async def acontinue_once(
         return await sync_to_async(complete, thread_sensitive=True)(claimed, output)
     finally:
         await sync_to_async(turn.release, thread_sensitive=True)()
+
+
+def continuation_span(resumed: ResumedPause) -> Any:
+    """The ``turnstate.continue`` span of one attempt (linked, once claimed, to the answer's trace)."""
+    claims = resumed.claims
+    return telemetry.span(
+        "turnstate.continue", jti=claims.jti, thread_id=claims.thread_id, run_id=claims.run_id
+    )
 
 
 def claim(
@@ -232,6 +267,10 @@ def claim(
     if not store.claim_sync(lead.claims, key=continuation_key(lead.jti), value=value):
         lead.refresh_from_db(fields=["continued_at", "continuation_failure"])
         return ContinueResult(ran=False, reason=settled_reason(lead) or REASON_CLAIMED_ELSEWHERE)
+    # This process continues the run: its span links to the trace the answer was given in.
+    telemetry.link_current(pause.answer_traceparent)
+    if pause.answered_at is not None:
+        telemetry.record("turnstate.continuation.delay", max(0.0, (now - pause.answered_at).total_seconds()))
     continuation = Continuation(
         resumed=resumed, members=answers, owner=pause.owner, agent=pause.agent, store=store
     )

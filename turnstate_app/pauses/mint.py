@@ -28,6 +28,7 @@ from asgiref.sync import sync_to_async
 from django.db import OperationalError, connections, router, transaction
 from django.utils import timezone
 
+from turnstate_app import telemetry
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.errors import CheckpointFieldError
@@ -124,25 +125,22 @@ def mint_pause(
     except (TypeError, ValueError) as exc:
         raise CheckpointFieldError("messages", f"are not JSON-serialisable ({exc})") from None
 
-    expires_at = timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE)
-    alias = shared_alias(store)
-    # The ledger row's own fields (its identity comes from the claims; ``resumable`` from the record).
-    ledger = {
+    ledger_fields = {
         "request_key": request_key,
         "owner": owner,
-        "expires_at": expires_at,
         "answer_schema": answer_schema,
         "group": group,
         "agent": agent,
         "shown_digest": digest,
     }
-    rows = (store, claims, request_value, turn, encoded, ledger)
-    if alias is None:
-        resumable, pause = write_pause(*rows, resumable_check=resumable_check)
-    else:
-        resumable, pause = in_one_transaction(
-            alias, lambda: write_pause(*rows, resumable_check=resumable_check, own_transaction=True)
+    with telemetry.span(
+        "turnstate.mint", jti=claims.jti, thread_id=thread_id, run_id=run_id, group=group, agent=agent
+    ) as current:
+        resumable, pause = write_minted(
+            store, claims, request_value, turn, encoded, ledger_fields, resumable_check
         )
+        telemetry.outcome(current, "minted", resumable=resumable)
+    telemetry.record("turnstate.pauses.minted")
     if not resumable:
         logger.warning(
             "pause %s in thread %s was minted without a recorded turn state: the question can "
@@ -153,6 +151,27 @@ def mint_pause(
     minted = MintedPause(token=sign_claims(claims), claims=claims, resumable=resumable)
     transaction.on_commit(lambda: announce(minted, pause), using=router.db_for_write(Pause))
     return minted
+
+
+def write_minted(
+    store: TurnCheckpointStore,
+    claims: PauseClaims,
+    request_value: str,
+    turn: TurnCheckpoint,
+    encoded: str,
+    ledger_fields: dict[str, Any],
+    resumable_check: ResumableCheck | None,
+) -> tuple[bool, Pause]:
+    """The writes of a mint, in one transaction on the ledger's database when the store shares it."""
+    # The ledger row's own fields (its identity comes from the claims; ``resumable`` from the record).
+    ledger = {**ledger_fields, "expires_at": timezone.now() + timedelta(seconds=conf.TOKEN_MAX_AGE)}
+    rows = (store, claims, request_value, turn, encoded, ledger)
+    alias = shared_alias(store)
+    if alias is None:
+        return write_pause(*rows, resumable_check=resumable_check)
+    return in_one_transaction(
+        alias, lambda: write_pause(*rows, resumable_check=resumable_check, own_transaction=True)
+    )
 
 
 def write_pause(
