@@ -15,7 +15,7 @@ from langgraph.types import Command
 
 from tests.contrib.langgraph.graphs import config, linear_graph, trip_graph
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
-from turnstate_app.contrib.langgraph.connections import in_memory, release_saver_connections, saver_thread
+from turnstate_app.contrib.langgraph.connections import in_memory, release_saver_connections, saver_connection
 from turnstate_app.contrib.langgraph.models import Checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,9 +79,9 @@ class WriterRecordingSaver(DjangoCheckpointSaver):
 
 
 def saver_connection_closed(timeout: float = 5.0) -> bool:
-    """Whether the saver thread's connection is closed (waiting for it to notice the run ended)."""
+    """Whether the saver connection is closed (waiting for its thread to notice the run ended)."""
     deadline = time.monotonic() + timeout
-    home = saver_thread("default")
+    home = saver_connection("default")
     while home.connection is not None and home.connection.connection is not None:
         if time.monotonic() > deadline:
             return False
@@ -105,9 +105,9 @@ def test_a_graph_run_opens_no_more_connections_than_its_executor_threads(durabil
     print({"vendor": connection.vendor, "opened, executor threads (per run)": per_run})
     # LangGraph wrote from threads of its own in every run ...
     assert all(threads >= 1 for _, threads in per_run), per_run
-    # ... and a run opened at most one connection (the saver thread's): never one per write.
+    # ... and a run opened at most one connection (the saver connection): never one per write.
     assert all(opened <= min(1, threads) for opened, threads in per_run), per_run
-    # A finished run leaves nothing open: with CONN_MAX_AGE = 0 the saver thread closes (or gives
+    # A finished run leaves nothing open: with CONN_MAX_AGE = 0 the saver's thread closes (or gives
     # back to Django's pool) its connection once the run's threads are gone.
     assert saver_connection_closed()
     after = settled_server_connections(before)
@@ -132,7 +132,7 @@ def test_twenty_graph_turns_leave_no_extra_connection() -> None:
     print({"vendor": connection.vendor, "before": before, "after": after, "opened": len(opened.connections)})
 
 
-def test_conn_max_age_keeps_the_saver_threads_connection_for_the_next_run_until_it_expires() -> None:
+def test_conn_max_age_keeps_the_saver_connection_for_the_next_run_until_it_expires() -> None:
     release_saver_connections()
     before = server_connections()
     pooled = bool(connection.settings_dict["OPTIONS"].get("pool"))
@@ -153,9 +153,9 @@ def test_conn_max_age_keeps_the_saver_threads_connection_for_the_next_run_until_
             assert len(opened.connections) == 3, opened.connections
         else:
             assert len(opened.connections) == 1, opened.connections
-            home = saver_thread("default")
+            home = saver_connection("default")
             assert home.connection is not None and home.connection.connection is not None
-        # ... and closed by the saver thread itself once it is older than CONN_MAX_AGE.
+        # ... and closed by the saver's thread itself once it is older than CONN_MAX_AGE.
         assert saver_connection_closed(timeout=3.0)
     finally:
         settings_dict["CONN_MAX_AGE"] = saved

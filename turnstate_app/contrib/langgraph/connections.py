@@ -1,15 +1,18 @@
-"""Which connection a call runs on: the saver's own thread for LangGraph's executor threads.
+"""Which connection a call runs on: the saver connection for LangGraph's executor threads.
 
 LangGraph runs a sync graph's ``put`` and ``put_writes`` on its own executor threads, a new
 pool of them for every run. Django gives each thread its own connection and closes it only
 at the end of a request, which those threads never see; a connection opened there for each
 call and closed after it costs a connection per checkpoint write. So a sync saver call made
 on a thread other than the main one that holds no connection of its own (and is not inside
-an atomic block, which it then could not be) runs on **the saver's thread** for its database
-alias: one long-lived thread per alias, in this process, with its own Django connection,
-which it manages as Django manages a request thread's between requests. While a thread that
-called it is alive (the run's executor threads live until the run ends), it keeps its
-connection open; once none is, it calls ``close_if_unusable_or_obsolete()``: with
+an atomic block, which it then could not be) runs on **the saver connection** of its database
+alias: the Django connection of one long-lived thread per alias, in this process, lent to the
+call for its length (Django's ``inc_thread_sharing``, as its live server thread shares a
+connection), one call at a time. The call itself runs on the thread that made it: no hop to
+another thread, whose wake-ups cost milliseconds on a busy machine. The saver's thread looks
+after the connection as Django looks after a request thread's between requests: while a
+thread it served is alive (a run's executor threads live until the run ends) the connection
+stays open; once none is, it calls ``close_if_unusable_or_obsolete()``: with
 ``CONN_MAX_AGE = 0`` (the default, and always with Django's pool) the connection is closed
 (given back to the pool), with a positive ``CONN_MAX_AGE`` it is kept for the next run and
 closed when it expires (the thread wakes up for that), with ``None`` it is kept. A run thus
@@ -30,13 +33,11 @@ its writes land in the test's transaction, as they would had LangGraph not chang
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -47,7 +48,7 @@ T = TypeVar("T")
 _main_thread = threading.main_thread
 
 WATCH = 0.05
-"""Seconds between the saver thread's looks at whether the threads that called it are still alive."""
+"""Seconds between the saver's thread's looks at whether the threads it served are still alive."""
 
 _main_connections: dict[str, BaseDatabaseWrapper] = {}
 """Per alias of an in-memory database: the main thread's connection, as the saver last saw it there."""
@@ -73,96 +74,114 @@ def _home(alias: str, connection: BaseDatabaseWrapper) -> BaseDatabaseWrapper:
     return _main_connections.get(alias, connection)
 
 
-class SaverThread:
-    """The long-lived thread one alias's routed sync calls run on, one at a time (see the module)."""
+class SaverConnection:
+    """One alias's saver connection: lent to routed sync calls one at a time, looked after by its thread.
+
+    The connection belongs to a long-lived thread of its own (its Django connection for the
+    alias), which lends it to each routed call for the call's length (Django's
+    ``inc_thread_sharing``, as its live server thread shares a connection), so the call runs on
+    the thread that made it, and looks after it between calls (see the module).
+    """
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
-        self.calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any], threading.Thread]] = (
-            queue.SimpleQueue()
+        self.lock = threading.RLock()  # one call at a time; the tidying too
+        self.callers: set[threading.Thread] = set()  # the threads it served that may call again
+        self.watching = False  # whether the thread is looking at the callers (else: idle until woken)
+        self.wake = threading.Event()
+        self.connection: BaseDatabaseWrapper = connections[alias]  # replaced by the thread's own
+        started = threading.Event()
+        self.thread = threading.Thread(
+            target=self._look_after, args=(started,), name=f"turnstate-saver-{alias}", daemon=True
         )
-        # The threads whose calls it ran and that may call again: only this thread reads or changes it.
-        self.callers: set[threading.Thread] = set()
-        self.connection: BaseDatabaseWrapper | None = None  # its Django connection, once it started
-        self.thread = threading.Thread(target=self._serve, name=f"turnstate-saver-{alias}", daemon=True)
         self.thread.start()
+        started.wait()
 
-    def run(self, call: Callable[[], T]) -> T:
-        """``call()`` on this thread; its result or its exception, in the calling thread."""
-        future: Future[T] = Future()
-        self.calls.put((future, call, threading.current_thread()))
-        return future.result()
+    def run(self, call: Callable[[], T], *, serving: bool = True) -> T:
+        """``call()`` on this thread, on the saver connection (its ORM and ``atomic()`` too); the
+        thread counts among those it serves unless ``serving`` is False."""
+        own = connections[self.alias]
+        with self.lock:
+            if serving:
+                self.callers.add(threading.current_thread())
+            connection = self.connection
+            connection.inc_thread_sharing()
+            connections[self.alias] = connection
+            try:
+                return call()
+            finally:
+                connections[self.alias] = own
+                try:
+                    if connection.errors_occurred:
+                        connection.close_if_unusable_or_obsolete()
+                finally:
+                    connection.dec_thread_sharing()
+                if not self.watching and connection.connection is not None:
+                    self.watching = True
+                    self.wake.set()
 
     def release(self) -> None:
-        """Close the connection now (it opens again on the next call); returns once it is closed."""
-        self.run(lambda: connections[self.alias].close())
+        """Close the connection now (it opens again on the next call)."""
+        self.run(self.connection.close, serving=False)
 
-    def _serve(self) -> None:
-        connection = self.connection = connections[self.alias]  # this thread's own
+    def _look_after(self, started: threading.Event) -> None:
+        self.connection = connections[self.alias]  # this thread's own
+        started.set()
         while True:
-            try:
-                future, call, caller = self.calls.get(timeout=self._wait(connection))
-            except queue.Empty:
-                self._tidy(connection)
-                continue
-            if caller is not self.thread:
-                self.callers.add(caller)
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                result = call()
-            except BaseException as error:  # handed to the caller, as an executor would
-                future.set_exception(error)
-            else:
-                future.set_result(result)
-            if connection.errors_occurred:
-                connection.close_if_unusable_or_obsolete()
+            self.wake.wait(self._wait())
+            self.wake.clear()
+            with self.lock:
+                self._tidy()
 
-    def _wait(self, connection: BaseDatabaseWrapper) -> float | None:
-        """How long to wait for the next call before looking after the connection (None: no limit)."""
-        if connection.connection is None:
-            self.callers.clear()
-            return None
-        if self.callers:
-            return WATCH
-        if connection.close_at is None:
-            return None
-        return max(0.0, connection.close_at - time.monotonic())
+    def _wait(self) -> float | None:
+        """How long to wait before looking after the connection again (None: until a call wakes it)."""
+        with self.lock:
+            connection = self.connection
+            if connection.connection is None:
+                self.callers.clear()
+                self.watching = False
+                return None
+            self.watching = True
+            if self.callers:
+                return WATCH
+            if connection.close_at is None:
+                return None
+            return max(0.0, connection.close_at - time.monotonic())
 
-    def _tidy(self, connection: BaseDatabaseWrapper) -> None:
-        """Once no thread that called is alive, as Django does between requests: the connection is
+    def _tidy(self) -> None:
+        """Once no thread it served is alive, as Django does between requests: the connection is
         closed when unusable or past ``CONN_MAX_AGE`` (0: at once), else kept for the next calls."""
         self.callers = {caller for caller in self.callers if caller.is_alive()}
         if not self.callers:
-            connection.close_if_unusable_or_obsolete()
+            self.connection.close_if_unusable_or_obsolete()
 
 
-_saver_threads: dict[str, SaverThread] = {}
+_saver_connections: dict[str, SaverConnection] = {}
 _starting = threading.Lock()
 
 
-def saver_thread(alias: str) -> SaverThread:
-    """The alias's saver thread, started on first use (again in a forked child, where it is gone)."""
-    found = _saver_threads.get(alias)
+def saver_connection(alias: str) -> SaverConnection:
+    """The alias's saver connection, its thread started on first use (again in a forked child)."""
+    found = _saver_connections.get(alias)
     if found is not None and found.thread.is_alive():
         return found
     with _starting:
-        found = _saver_threads.get(alias)
+        found = _saver_connections.get(alias)
         if found is None or not found.thread.is_alive():
-            found = _saver_threads[alias] = SaverThread(alias)
+            found = _saver_connections[alias] = SaverConnection(alias)
         return found
 
 
 def release_saver_connections() -> None:
-    """Close every saver thread's connection now: before a test database is dropped, say."""
-    for found in list(_saver_threads.values()):
+    """Close every saver connection now: before a test database is dropped, say."""
+    for found in list(_saver_connections.values()):
         if found.thread.is_alive():
             found.release()
 
 
 def run_sync(alias: str, method: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """A sync saver call: on the saver thread when this thread would have to open a connection of
-    its own for it and is neither the main thread nor the saver thread, else right here."""
+    """A sync saver call: on the saver connection when this thread would have to open a connection
+    of its own for it and is not the main thread, else on the thread's own."""
     connection = connections[alias]
     if (
         connection.connection is not None
@@ -171,10 +190,7 @@ def run_sync(alias: str, method: Callable[P, T], *args: P.args, **kwargs: P.kwar
         or threading.current_thread() is _main_thread()
     ):
         return method(*args, **kwargs)
-    home = saver_thread(alias)
-    if threading.current_thread() is home.thread:
-        return method(*args, **kwargs)
-    return home.run(lambda: method(*args, **kwargs))
+    return saver_connection(alias).run(lambda: method(*args, **kwargs))
 
 
 class borrowed:  # noqa: N801 - used as a context manager, like contextlib's lowercase ones

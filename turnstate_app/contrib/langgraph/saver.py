@@ -2,7 +2,7 @@
 
 It runs in the database the router picks for its models (or ``using``), through
 Django's connection for the calling thread (for LangGraph's executor threads, the saver
-thread's: :mod:`.connections`): no second pool, Django's transactions,
+connection: :mod:`.connections`): no second pool, Django's transactions,
 query logging and error translation apply. ``get_tuple`` is one query (plus one
 for values too large to travel inside the checkpoint's row), ``put`` and ``put_writes``
 one statement each (``put`` two in a transaction on SQLite and MariaDB when large values
