@@ -87,7 +87,6 @@ class SaverConnection:
         self.alias = alias
         self.lock = threading.RLock()  # one call at a time; the tidying too
         self.callers: set[threading.Thread] = set()  # the threads it served that may call again
-        self.watching = False  # whether the thread is looking at the callers (else: idle until woken)
         self.wake = threading.Event()
         self.connection: BaseDatabaseWrapper = connections[alias]  # replaced by the thread's own
         started = threading.Event()
@@ -105,6 +104,7 @@ class SaverConnection:
             if serving:
                 self.callers.add(threading.current_thread())
             connection = self.connection
+            closed = connection.connection is None
             connection.inc_thread_sharing()
             connections[self.alias] = connection
             try:
@@ -116,8 +116,7 @@ class SaverConnection:
                         connection.close_if_unusable_or_obsolete()
                 finally:
                     connection.dec_thread_sharing()
-                if not self.watching and connection.connection is not None:
-                    self.watching = True
+                if closed and connection.connection is not None:  # opened: its thread looks after it
                     self.wake.set()
 
     def release(self) -> None:
@@ -139,9 +138,7 @@ class SaverConnection:
             connection = self.connection
             if connection.connection is None:
                 self.callers.clear()
-                self.watching = False
                 return None
-            self.watching = True
             if self.callers:
                 return WATCH
             if connection.close_at is None:
