@@ -9,7 +9,12 @@ changes each step" (time and bytes stored). It reports the median of the rounds 
 ours as a ratio to LangGraph's counterpart, and the statements each call sends (BEGIN and
 COMMIT included), traced on the connection the call runs on, whichever thread that is.
 
-A benchmark, not a test: it prints a table, writes ``bench/results/langgraph-saver-<vendor>.json``
+``--only runs`` times whole graph runs instead (see ``run_whole_runs``): a 10-node linear graph,
+a 5-turn model/tool loop with 2 KB and 200 KB messages, two parallel branches and an interrupt;
+``invoke`` and ``ainvoke``, ``durability="sync"`` and ``"async"``; time per run, bytes stored per
+thread and connections opened per run. ``--only calls`` the single calls alone.
+
+A benchmark, not a test: it prints a table, writes ``bench/results/langgraph-saver[-runs]-<vendor>.json``
 and exits 0. Needs the ``bench`` extra. From the repository root::
 
     .venv/bin/python bench/langgraph_saver.py --database sqlite
@@ -730,9 +735,10 @@ def main(argv: list[str] | None = None) -> int:
 
     opened: list[Any] = []
     connection_created.connect(lambda sender, connection, **_: opened.append(connection), weak=False)
+    which = {"all": "", "calls": "", "runs": "-runs"}[args.only]
     output = (
         args.output
-        or RESULTS_DIR / f"langgraph-saver-{target.vendor}{'-prepared' if args.prepared else ''}.json"
+        or RESULTS_DIR / f"langgraph-saver{which}-{target.vendor}{'-prepared' if args.prepared else ''}.json"
     )
     result: dict[str, Any] = {"environment": env}
     if args.only in ("all", "calls"):
