@@ -166,6 +166,8 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/langgraph.py --database $(BENCH_PG)turnstate_bench_lg
 	$(VENV)/bin/python bench/langgraph_saver.py --database sqlite
 	$(VENV)/bin/python bench/langgraph_saver.py --database $(BENCH_PG)turnstate_bench_lgs
+	$(VENV)/bin/python bench/conversation_store.py --database sqlite
+	$(VENV)/bin/python bench/conversation_store.py --database $(BENCH_PG)turnstate_bench_cs
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 

@@ -9,7 +9,12 @@ changes each step" (time and bytes stored). It reports the median of the rounds 
 ours as a ratio to LangGraph's counterpart, and the statements each call sends (BEGIN and
 COMMIT included), traced on the connection the call runs on, whichever thread that is.
 
-A benchmark, not a test: it prints a table, writes ``bench/results/langgraph-saver-<vendor>.json``
+``--only runs`` times whole graph runs instead (see ``run_whole_runs``): a 10-node linear graph,
+a 5-turn model/tool loop with 2 KB and 200 KB messages, two parallel branches and an interrupt;
+``invoke`` and ``ainvoke``, ``durability="sync"`` and ``"async"``; time per run, bytes stored per
+thread and connections opened per run. ``--only calls`` the single calls alone.
+
+A benchmark, not a test: it prints a table, writes ``bench/results/langgraph-saver[-runs]-<vendor>.json``
 and exits 0. Needs the ``bench`` extra. From the repository root::
 
     .venv/bin/python bench/langgraph_saver.py --database sqlite
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import operator
 import os
 import sqlite3
 import sys
@@ -29,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -37,6 +43,10 @@ REPO_ROOT = BENCH_DIR.parent
 sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != BENCH_DIR]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from langgraph.graph import END, START, StateGraph  # noqa: E402 - after bench/ left sys.path
+from langgraph.graph.message import add_messages  # noqa: E402
+from typing_extensions import TypedDict  # noqa: E402
 
 from bench.common import (  # noqa: E402 - needs the repository root on sys.path
     RESULTS_DIR,
@@ -443,6 +453,214 @@ def statements(runner: Runner, contender: Saver, size: int) -> dict[str, int]:
     return counts
 
 
+# -- whole graph runs -----------------------------------------------------------------------------
+
+
+class ListState(TypedDict):
+    items: Annotated[list[str], operator.add]
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list[Any], add_messages]
+
+
+class BranchState(TypedDict, total=False):
+    notes: Annotated[list[str], operator.add]
+    answer: str
+
+
+def linear_graph(saver: Any) -> Any:
+    """10 nodes one after the other, each appending 200 bytes to a list channel."""
+    builder = StateGraph(ListState)
+    previous = START
+    for step in range(10):
+
+        def append(state: ListState, step: int = step) -> dict[str, Any]:
+            return {"items": [f"{step}:" + "x" * 200]}
+
+        builder.add_node(f"node{step}", append)
+        builder.add_edge(previous, f"node{step}")
+        previous = f"node{step}"
+    builder.add_edge(previous, END)
+    return builder.compile(checkpointer=saver)
+
+
+def tool_loop_graph(saver: Any, size: int) -> Any:
+    """A fake chat model calling a tool 5 times (messages of ``size`` bytes), then answering."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    def model(state: ChatState) -> dict[str, Any]:
+        turn = sum(1 for m in state["messages"] if isinstance(m, ToolMessage))
+        text = text_of(size, turn)
+        if turn >= TURNS:
+            return {"messages": [AIMessage(content=text)]}
+        call = {"name": "lookup", "args": {"turn": turn}, "id": f"call-{turn}"}
+        return {"messages": [AIMessage(content=text, tool_calls=[call])]}
+
+    def tools(state: ChatState) -> dict[str, Any]:
+        call = state["messages"][-1].tool_calls[0]
+        return {
+            "messages": [
+                ToolMessage(content=text_of(size, 100 + call["args"]["turn"]), tool_call_id=call["id"])
+            ]
+        }
+
+    def route(state: ChatState) -> str:
+        return "tools" if state["messages"][-1].tool_calls else END
+
+    builder = StateGraph(ChatState)
+    builder.add_node("model", model)
+    builder.add_node("tools", tools)
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", route, ["tools", END])
+    builder.add_edge("tools", "model")
+    return builder.compile(checkpointer=saver)
+
+
+def branches_graph(saver: Any) -> Any:
+    """Two parallel branches, a join, then an interrupt the run is resumed from."""
+    from langgraph.types import interrupt
+
+    def left(state: BranchState) -> dict[str, Any]:
+        return {"notes": ["left:" + "l" * 500]}
+
+    def right(state: BranchState) -> dict[str, Any]:
+        return {"notes": ["right:" + "r" * 500]}
+
+    def join(state: BranchState) -> dict[str, Any]:
+        return {"notes": [f"joined {len(state['notes'])}"]}
+
+    def ask(state: BranchState) -> dict[str, Any]:
+        return {"answer": interrupt({"question": "Go on?"})}
+
+    builder = StateGraph(BranchState)
+    for name, node in (("left", left), ("right", right), ("join", join), ("ask", ask)):
+        builder.add_node(name, node)
+    builder.add_edge(START, "left")
+    builder.add_edge(START, "right")
+    builder.add_edge(["left", "right"], "join")
+    builder.add_edge("join", "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=saver)
+
+
+def text_of(size: int, salt: int) -> str:
+    return "".join(chr(97 + (salt + i) % 26) for i in range(64)) * (size // 64) + "." * (size % 64)
+
+
+TURNS = 5
+GRAPHS: dict[str, Callable[[Any], Any]] = {
+    "linear 10 nodes": linear_graph,
+    "tool loop 2 KB": lambda saver: tool_loop_graph(saver, 2_000),
+    "tool loop 200 KB": lambda saver: tool_loop_graph(saver, 200_000),
+    "branches + interrupt": branches_graph,
+}
+MODES = (("sync", "sync"), ("sync", "async"), ("async", "sync"), ("async", "async"))
+
+
+def whole_run(
+    runner: Runner, contender: Saver, graph: Any, workload: str, durability: str, thread: str
+) -> None:
+    """One run of ``workload`` on a new thread: invoke (or ainvoke), resumed once after an interrupt."""
+    from langgraph.types import Command
+
+    config: Any = {"configurable": {"thread_id": thread}}
+    first: Any = (
+        {"items": []}
+        if workload.startswith("linear")
+        else ({"notes": []} if workload.startswith("branches") else {"messages": [("user", text_of(200, 0))]})
+    )
+    inputs = [first] + ([Command(resume="yes")] if workload.startswith("branches") else [])
+    for given in inputs:
+        if contender.is_async:
+            runner.loop.run_until_complete(graph.ainvoke(given, config, durability=durability))
+        else:
+            graph.invoke(given, config, durability=durability)
+
+
+def run_whole_runs(
+    runner: Runner, contenders: list[Saver], rounds: int, runs: int, opened: list[Any]
+) -> dict[str, Any]:
+    """Every workload in every mode, the two contenders of that mode taking turns each round."""
+    samples: dict[tuple[str, str, str, str], list[float]] = {}
+    stored: dict[tuple[str, str, str, str], int] = {}
+    connections: dict[tuple[str, str, str], list[float]] = {}
+    graphs = {(c.name, w): build(c.saver) for c in contenders for w, build in GRAPHS.items()}
+    for round_no in range(-1, rounds):  # round -1 warms up and is dropped
+        for chunk, (workload, (invoke, durability)) in enumerate((w, m) for w in GRAPHS for m in MODES):
+            pair = [c for c in contenders if c.is_async == (invoke == "async")]
+            for contender in rotation(pair, chunk, round_no):
+                graph = graphs[(contender.name, workload)]
+                times: list[float] = []
+                del opened[:]
+                count = runs if round_no >= 0 else 2
+                for i in range(count):
+                    thread = (
+                        f"run{round_no}-{chunk}-{contender.name.replace(' ', '_')}-{i}-{uuid.uuid4().hex[:6]}"
+                    )
+                    started = time.perf_counter()
+                    whole_run(runner, contender, graph, workload, durability, thread)
+                    times.append((time.perf_counter() - started) * 1000)
+                if round_no < 0:
+                    continue
+                key = (workload, invoke, durability, contender.name)
+                samples.setdefault(key, []).append(median(times))
+                stored[key] = contender.stored_bytes(thread)
+                if contender.ours:
+                    connections.setdefault((workload, invoke, durability), []).append(len(opened) / count)
+        print(f"whole runs: round {round_no + 1}/{rounds} done", flush=True)
+    rows = []
+    for workload in GRAPHS:
+        for invoke, durability in MODES:
+            mine = next(c for c in contenders if c.ours and c.is_async == (invoke == "async"))
+            other = next(c for c in contenders if not c.ours and c.is_async == (invoke == "async"))
+            ours_ms = median(samples[(workload, invoke, durability, mine.name)])
+            theirs_ms = median(samples[(workload, invoke, durability, other.name)])
+            ours_bytes = stored[(workload, invoke, durability, mine.name)]
+            theirs_bytes = stored[(workload, invoke, durability, other.name)]
+            limit = 1.0 if runner.target.vendor == "postgresql" else 1.3
+            rows.append(
+                {
+                    "workload": workload,
+                    "invoke": invoke,
+                    "durability": durability,
+                    "ours": mine.name,
+                    "theirs": other.name,
+                    "ours_ms": round(ours_ms, 2),
+                    "theirs_ms": round(theirs_ms, 2),
+                    "ratio": round(ours_ms / theirs_ms, 2),
+                    "target": limit,
+                    "meets_target": ours_ms / theirs_ms <= limit,
+                    "round_medians_ms": {
+                        mine.name: [round(x, 2) for x in samples[(workload, invoke, durability, mine.name)]],
+                        other.name: [
+                            round(x, 2) for x in samples[(workload, invoke, durability, other.name)]
+                        ],
+                    },
+                    "ours_bytes": ours_bytes,
+                    "theirs_bytes": theirs_bytes,
+                    "bytes_ratio": round(ours_bytes / theirs_bytes, 3) if theirs_bytes else None,
+                    "ours_connections_per_run": median(connections[(workload, invoke, durability)]),
+                }
+            )
+    return {"rows": rows}
+
+
+def print_whole_runs(result: dict[str, Any]) -> None:
+    print()
+    print(
+        f"{'whole run':<21} {'invoke':<6} {'durab.':<6} {'ours ms':>8} {'theirs ms':>9} {'ratio':>6} "
+        f"{'target':>6} {'bytes ours/theirs':>19} {'ratio':>6} {'conn/run':>8}"
+    )
+    for row in result["rows"]:
+        print(
+            f"{row['workload']:<21} {row['invoke']:<6} {row['durability']:<6} {row['ours_ms']:>8} "
+            f"{row['theirs_ms']:>9} {row['ratio']:>6} {'<=' + str(row['target']):>6} "
+            f"{str(row['ours_bytes']) + '/' + str(row['theirs_bytes']):>19} {row['bytes_ratio']!s:>6} "
+            f"{row['ours_connections_per_run']:>8}{'' if row['meets_target'] else '  MISSED'}"
+        )
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument(
@@ -458,6 +676,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="PostgreSQL: Django's OPTIONS server_side_binding=True, prepare_threshold=5 (the README's)",
     )
     parser.add_argument(
+        "--only",
+        choices=("all", "calls", "runs"),
+        default="all",
+        help="calls: the single calls and the 5-step workload; runs: the whole graph runs",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=20, help="whole runs per workload, mode, contender and round"
+    )
+    parser.add_argument(
+        "--conn-max-age",
+        type=lambda v: None if v == "None" else int(v),
+        default=0,
+        help="Django's CONN_MAX_AGE for our saver (default 0, Django's own; 'None': unlimited)",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         default=None,
@@ -469,6 +702,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     target = make_target(args.database, 5 if args.prepared else None, server_side_binding=args.prepared)
+    target.django_db["CONN_MAX_AGE"] = args.conn_max_age
     if target.vendor == "postgresql":
         ensure_postgres_database(target.conninfo)
     configure(target)
@@ -497,6 +731,36 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
 
+    from django.db.backends.signals import connection_created
+
+    opened: list[Any] = []
+    connection_created.connect(lambda sender, connection, **_: opened.append(connection), weak=False)
+    which = {"all": "", "calls": "", "runs": "-runs"}[args.only]
+    output = (
+        args.output
+        or RESULTS_DIR / f"langgraph-saver{which}-{target.vendor}{'-prepared' if args.prepared else ''}.json"
+    )
+    result: dict[str, Any] = {"environment": env}
+    if args.only in ("all", "calls"):
+        result.update(single_calls(runner, contenders, args))
+    if args.only in ("all", "runs"):
+        result["whole_runs"] = run_whole_runs(runner, contenders, args.rounds, args.runs, opened)
+    finish_environment(env, started)
+    if "rows" in result:
+        print_single_calls(result)
+    if "whole_runs" in result:
+        print_whole_runs(result["whole_runs"])
+    for contender in contenders:
+        if not contender.ours:
+            closing = contender.saver.conn.close()
+            if asyncio.iscoroutine(closing):
+                loop.run_until_complete(closing)
+    write_json(output, result)
+    return 0
+
+
+def single_calls(runner: Runner, contenders: list[Saver], args: argparse.Namespace) -> dict[str, Any]:
+    """Each single call at 2 KB and 200 KB, and the 5-step workload, in interleaved rounds."""
     workload: dict[str, dict[str, list[float]]] = {c.name: {"ms": [], "bytes": []} for c in contenders}
     for round_no in range(-1, args.rounds):  # round -1 warms up and is dropped
         for size, n in zip(
@@ -545,7 +809,15 @@ def main(argv: list[str] | None = None) -> int:
                         },
                     }
                 )
-    finish_environment(env, started)
+    work = {
+        name: {"median_ms": round(median(v["ms"]), 1), "bytes": int(median(v["bytes"]))}
+        for name, v in workload.items()
+    }
+    return {"rows": rows, "workload_5_step_200kb": work}
+
+
+def print_single_calls(result: dict[str, Any]) -> None:
+    rows, work = result["rows"], result["workload_5_step_200kb"]
     print()
     print(
         f"{'op':<11} {'size':>7} {'mode':<5} {'ours us':>10} {'theirs us':>10} {'ratio':>6} {'target':>6}  "
@@ -560,21 +832,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{'' if row['meets_target'] else '  MISSED'}"
         )
     print()
-    work = {
-        name: {"median_ms": round(median(v["ms"]), 1), "bytes": int(median(v["bytes"]))}
-        for name, v in workload.items()
-    }
     print("5-step thread, 200 KB messages channel changing each step:")
     for name, figures in work.items():
         print(f"  {name:<24} {figures['median_ms']:>8} ms  {figures['bytes']:>9} bytes stored")
-    for contender in contenders:
-        if not contender.ours:
-            closing = contender.saver.conn.close()
-            if asyncio.iscoroutine(closing):
-                loop.run_until_complete(closing)
-    output = args.output or RESULTS_DIR / f"langgraph-saver-{target.vendor}.json"
-    write_json(output, {"environment": env, "rows": rows, "workload_5_step_200kb": work})
-    return 0
 
 
 def profiled(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -107,7 +108,8 @@ def staff_client(users: dict[str, Any]) -> Callable[..., Client]:
 
 @pytest.fixture(autouse=True)
 def _close_async_thread_connections() -> Iterator[None]:
-    """Async tests reach the database from asgiref's worker thread; close its connection after.
+    """Async tests reach the database from asgiref's worker thread (and LangGraph's sync writes
+    from the saver's thread); close their connections after.
 
     Otherwise it stays open and PostgreSQL refuses to drop the test database at the end.
     """
@@ -115,3 +117,8 @@ def _close_async_thread_connections() -> Iterator[None]:
     from asgiref.sync import SyncToAsync
 
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+    # The LangGraph saver's own thread closes its connection once a run's threads are gone, or
+    # keeps it up to CONN_MAX_AGE: closed now, so no test's database outlives it in use.
+    saver_connections = sys.modules.get("turnstate_app.contrib.langgraph.connections")
+    if saver_connections is not None:
+        saver_connections.release_saver_connections()

@@ -77,6 +77,10 @@ def database_from_env() -> dict[str, Any]:
         db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
     # Extra driver OPTIONS as JSON, e.g. Django's PostgreSQL pool: DATABASE_OPTIONS='{"pool": true}'.
     db["OPTIONS"] = {**db.get("OPTIONS", {}), **json.loads(os.environ.get("DATABASE_OPTIONS") or "{}")}
+    # Persistent connections, e.g. DATABASE_CONN_MAX_AGE=60 ("None": unlimited); Django's default is 0.
+    if os.environ.get("DATABASE_CONN_MAX_AGE"):
+        age = os.environ["DATABASE_CONN_MAX_AGE"]
+        db["CONN_MAX_AGE"] = None if age == "None" else int(age)
     if not engine.endswith("sqlite3"):
         # A suffix lets two runs share one server without sharing a test database.
         db.setdefault("TEST", {})["NAME"] = "test_turnstate" + os.environ.get("TEST_DB_SUFFIX", "")

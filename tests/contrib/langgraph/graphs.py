@@ -114,3 +114,26 @@ def transcript_graph(saver: DjangoCheckpointSaver, steps: int = 5) -> Any:
     builder.add_edge(previous, "wait")
     builder.add_edge("wait", END)
     return builder.compile(checkpointer=saver)
+
+
+class ListState(TypedDict):
+    items: Annotated[list[str], operator.add]
+
+
+def _appender(step: int) -> Any:
+    def append(state: ListState) -> dict[str, Any]:
+        return {"items": [f"{step}:" + "x" * 200]}
+
+    return append
+
+
+def linear_graph(saver: DjangoCheckpointSaver, nodes: int = 10) -> Any:
+    """``nodes`` nodes one after the other, each appending to a list channel: a checkpoint per step."""
+    builder = StateGraph(ListState)
+    previous = START
+    for step in range(nodes):
+        builder.add_node(f"node{step}", _appender(step))
+        builder.add_edge(previous, f"node{step}")
+        previous = f"node{step}"
+    builder.add_edge(previous, END)
+    return builder.compile(checkpointer=saver)

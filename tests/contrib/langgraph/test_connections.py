@@ -1,4 +1,4 @@
-"""LangGraph's executor threads leave no connection behind; the caller's transaction covers its own thread."""
+"""A graph run opens at most one connection and leaves none open; the caller's transaction, its thread."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import uuid
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.backends.signals import connection_created
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.types import Command
 
-from tests.contrib.langgraph.graphs import config, trip_graph
+from tests.contrib.langgraph.graphs import config, linear_graph, trip_graph
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
+from turnstate_app.contrib.langgraph.connections import in_memory, release_saver_connections, saver_connection
 from turnstate_app.contrib.langgraph.models import Checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,34 +44,130 @@ def settled_server_connections(expected: int | None) -> int | None:
         time.sleep(0.05)
 
 
-def test_twenty_graph_turns_leave_no_extra_connection() -> None:
-    opened: list[tuple[Any, str]] = []
+class Opened:
+    """``connection_created`` on every thread, and the threads the saver's writes ran on, while active."""
 
-    def record(sender: Any, connection: Any, **_: Any) -> None:
-        opened.append((connection, threading.current_thread().name))
+    def __init__(self) -> None:
+        self.connections: list[tuple[Any, str]] = []
+        self.writers: set[str] = set()
 
+    def __call__(self, sender: Any, connection: Any, **_: Any) -> None:
+        self.connections.append((connection, threading.current_thread().name))
+
+    def __enter__(self) -> Opened:
+        connection_created.connect(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        connection_created.disconnect(self)
+
+
+class WriterRecordingSaver(DjangoCheckpointSaver):
+    """Notes the threads LangGraph calls ``put`` and ``put_writes`` on."""
+
+    def __init__(self, seen: set[str]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        self.seen.add(threading.current_thread().name)
+        return super().put(*args, **kwargs)
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> Any:
+        self.seen.add(threading.current_thread().name)
+        return super().put_writes(*args, **kwargs)
+
+
+def saver_connection_closed(timeout: float = 5.0) -> bool:
+    """Whether the saver connection is closed (waiting for its thread to notice the run ended)."""
+    deadline = time.monotonic() + timeout
+    home = saver_connection("default")
+    while home.connection is not None and home.connection.connection is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_a_graph_run_opens_no_more_connections_than_its_executor_threads(durability: str) -> None:
+    release_saver_connections()
     before = server_connections()
-    connection_created.connect(record)
-    try:
+    per_run = []
+    for _ in range(5):
+        writers: set[str] = set()
+        graph = linear_graph(WriterRecordingSaver(writers))
+        with Opened() as opened:
+            graph.invoke({"items": []}, config(f"linear-{uuid.uuid4()}"), durability=durability)
+        on_other_threads = [name for _, name in opened.connections if name != threading.main_thread().name]
+        executor_threads = writers - {threading.main_thread().name}
+        per_run.append((len(on_other_threads), len(executor_threads)))
+    print({"vendor": connection.vendor, "opened, executor threads (per run)": per_run})
+    # LangGraph wrote from threads of its own in every run ...
+    assert all(threads >= 1 for _, threads in per_run), per_run
+    # ... and a run opened at most one connection (the saver connection): never one per write.
+    assert all(opened <= min(1, threads) for opened, threads in per_run), per_run
+    # A finished run leaves nothing open: with CONN_MAX_AGE = 0 the saver's thread closes (or gives
+    # back to Django's pool) its connection once the run's threads are gone; a positive one keeps it.
+    assert_closed_unless_kept(before)
+
+
+def assert_closed_unless_kept(before: int | None) -> None:
+    """The saver connection closed once the runs are over (and the server back to ``before``
+    sessions), or, with a CONN_MAX_AGE other than 0, still open for the next runs."""
+    if connection.settings_dict["CONN_MAX_AGE"] != 0 and not in_memory(connection):
+        assert not saver_connection_closed(timeout=0)
+        return
+    assert saver_connection_closed()
+    after = settled_server_connections(before)
+    if before is not None:
+        assert after is not None and after <= before, (before, after)
+
+
+def test_twenty_graph_turns_leave_no_extra_connection() -> None:
+    release_saver_connections()
+    before = server_connections()
+    with Opened() as opened:
         for _ in range(10):  # 10 pauses and 10 answers: 20 turns
             thread = f"turn-{uuid.uuid4()}"
             graph = trip_graph(DjangoCheckpointSaver())
             [pending] = graph.invoke({"transcript": []}, config(thread))["__interrupt__"]
             graph.invoke(Command(resume={pending.id: "Monday"}), config(thread))
-    finally:
-        connection_created.disconnect(record)
+    assert len(opened.connections) <= 20
+    assert_closed_unless_kept(before)
+    print({"vendor": connection.vendor, "before": before, "opened": len(opened.connections)})
 
-    on_other_threads = [(c, name) for c, name in opened if name != threading.main_thread().name]
-    # LangGraph did write from its own threads, each of which opened a connection ...
-    assert len(on_other_threads) >= 20
-    # ... and every one of them is closed again.
-    assert [name for c, name in on_other_threads if c.connection is not None] == []
+
+def test_conn_max_age_keeps_the_saver_connection_for_the_next_run_until_it_expires() -> None:
+    release_saver_connections()
+    before = server_connections()
+    pooled = bool(connection.settings_dict["OPTIONS"].get("pool"))
+    settings_dict = connections.settings["default"]
+    saved = settings_dict["CONN_MAX_AGE"]
+    if not pooled:  # Django's pool refuses a CONN_MAX_AGE
+        settings_dict["CONN_MAX_AGE"] = 1
+    try:
+        with Opened() as opened:
+            for _ in range(3):
+                linear_graph(DjangoCheckpointSaver()).invoke({"items": []}, config(f"aged-{uuid.uuid4()}"))
+                time.sleep(0.2)  # the run's threads are gone: a connection of age 0 would be closed now
+                if pooled:  # ... and a pooled one is back in the pool
+                    assert saver_connection_closed(timeout=0)
+        if in_memory(connection):  # every call ran on the main thread's connection
+            assert opened.connections == []
+        elif pooled:
+            assert len(opened.connections) == 3, opened.connections
+        else:
+            assert len(opened.connections) == 1, opened.connections
+            home = saver_connection("default")
+            assert home.connection is not None and home.connection.connection is not None
+        # ... and closed by the saver's thread itself once it is older than CONN_MAX_AGE.
+        assert saver_connection_closed(timeout=3.0)
+    finally:
+        settings_dict["CONN_MAX_AGE"] = saved
     after = settled_server_connections(before)
     if before is not None:
         assert after is not None and after <= before, (before, after)
-    print(
-        {"vendor": connection.vendor, "server_sessions_before": before, "after": after, "opened": len(opened)}
-    )
 
 
 def test_a_thread_that_already_had_a_connection_keeps_it() -> None:

@@ -1,7 +1,8 @@
 """``DjangoCheckpointSaver``: LangGraph's ``BaseCheckpointSaver`` on Django's own connection.
 
 It runs in the database the router picks for its models (or ``using``), through
-Django's connection for the calling thread: no second pool, Django's transactions,
+Django's connection for the calling thread (for LangGraph's executor threads, the saver
+connection: :mod:`.connections`): no second pool, Django's transactions,
 query logging and error translation apply. ``get_tuple`` is one query (plus one
 for values too large to travel inside the checkpoint's row), ``put`` and ``put_writes``
 one statement each (``put`` two in a transaction on SQLite and MariaDB when large values
@@ -37,7 +38,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from turnstate_app.contrib._text import refuse_lone_surrogate, refuse_lone_surrogates_in
 from turnstate_app.contrib.langgraph import maintenance, statements
-from turnstate_app.contrib.langgraph.connections import borrowed
+from turnstate_app.contrib.langgraph.connections import borrowed, run_sync
 from turnstate_app.contrib.langgraph.execution import fetch, run_writes
 from turnstate_app.contrib.langgraph.keys import (
     NAME_MAX_LENGTH,
@@ -143,7 +144,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
     # -- reads ----------------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._get_tuple(config, keep=False)
+        return run_sync(self._read_alias(), self._get_tuple, config, keep=False)
 
     def _get_tuple(self, config: RunnableConfig, *, keep: bool) -> CheckpointTuple | None:
         conf = config["configurable"]
@@ -217,7 +218,10 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        return iter(self._list(config, filter=filter, before=before, limit=limit, keep=False))
+        found = run_sync(
+            self._read_alias(), self._list, config, filter=filter, before=before, limit=limit, keep=False
+        )
+        return iter(found)
 
     def _list(
         self,
@@ -319,7 +323,8 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._put(config, checkpoint, metadata, new_versions, keep=False)
+        alias = self._write_alias()
+        return run_sync(alias, self._put, config, checkpoint, metadata, new_versions, keep=False)
 
     def _put(
         self,
@@ -382,7 +387,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._put_writes(config, writes, task_id, task_path, keep=False)
+        run_sync(self._write_alias(), self._put_writes, config, writes, task_id, task_path, keep=False)
 
     def _put_writes(
         self,
@@ -413,17 +418,19 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
     # -- threads --------------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
-        self._delete_threads([thread_id_of(thread_id)], "delete_thread", keep=False)
+        threads = [thread_id_of(thread_id)]
+        run_sync(self._write_alias(), self._delete_threads, threads, "delete_thread", keep=False)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._delete_for_runs(_run_ids(run_ids), "delete_for_runs", keep=False)
+        run_sync(self._write_alias(), self._delete_for_runs, _run_ids(run_ids), "delete_for_runs", keep=False)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source, target = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
-        self._maintain(maintenance.copy_thread, source, target, keep=False)
+        run_sync(self._write_alias(), self._maintain, maintenance.copy_thread, source, target, keep=False)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._prune([thread_id_of(t) for t in thread_ids], strategy, "prune", keep=False)
+        threads = [thread_id_of(t) for t in thread_ids]
+        run_sync(self._write_alias(), self._prune, threads, strategy, "prune", keep=False)
 
     def _maintain(self, operation: Callable[..., T], *args: Any, keep: bool) -> T:
         alias = self._write_alias()

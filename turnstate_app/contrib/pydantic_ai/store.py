@@ -15,7 +15,11 @@ The five primitives follow their docstrings in ``pydantic_ai.conversation_store`
   costs two queries.
 
 PydanticAI's ``save`` and ``load`` are coroutines: in sync code ``store.save(result)`` saves
-nothing. ``save_sync`` and ``load_sync`` are their forms for sync code.
+nothing. ``save_sync`` and ``load_sync`` are their forms for sync code. Each is PydanticAI's own
+``save`` / ``load``, run to its end on the calling thread over the sync bodies of the primitives
+(nothing in them suspends: they await only the primitives), so no event loop is started; the
+awaited ``save`` and ``load`` make one hop onto Django's thread-sensitive executor for the whole
+operation, not one per primitive.
 
 Every statement runs on the primary (``router.db_for_write``) unless ``using`` names a
 database: a revision read from a lagging replica would turn every save into a conflict.
@@ -23,11 +27,15 @@ database: a revision read from a lagging replica would turn every save into a co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
-from asgiref.sync import async_to_sync, sync_to_async
-from django.db import IntegrityError, router, transaction
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import IntegrityError, connections, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
     ConversationConflict,
@@ -38,7 +46,7 @@ from pydantic_ai.conversation_store import (
 from pydantic_ai.run import AgentRunResult
 
 from turnstate_app.contrib._text import refuse_lone_surrogate
-from turnstate_app.contrib.pydantic_ai import history
+from turnstate_app.contrib.pydantic_ai import history, statements
 from turnstate_app.contrib.pydantic_ai.codec import (
     RECORD_COLUMNS,
     entry_from,
@@ -57,6 +65,7 @@ from turnstate_app.contrib.pydantic_ai.keys import (
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
 
 LOCK_CHUNK = 500  # ids per locking read: far under every database's parameter limit
+T = TypeVar("T")
 
 
 class DjangoConversationStore(ConversationStore):
@@ -78,14 +87,30 @@ class DjangoConversationStore(ConversationStore):
 
         Its statements run on the calling thread's connection, inside the caller's transaction.
         """
-        saved: list[ConversationEntry] = async_to_sync(self.save)(conversation, scope=scope)
-        return saved
+        return _completed(_OnThisThread(self).save(conversation, scope=scope))
 
     def load_sync(
         self, conversation_id: str, *, limit: int | None = None, scope: str | None = None
     ) -> Conversation | None:
         """``load`` for sync code."""
-        loaded: Conversation | None = async_to_sync(self.load)(conversation_id, limit=limit, scope=scope)
+        return _completed(_OnThisThread(self).load(conversation_id, limit=limit, scope=scope))
+
+    async def save(
+        self, conversation: Conversation | AgentRunResult[Any], *, scope: str | None = None
+    ) -> list[ConversationEntry]:
+        """PydanticAI's ``save``, in one hop onto Django's thread-sensitive executor."""
+        saved: list[ConversationEntry] = await sync_to_async(self.save_sync, thread_sensitive=True)(
+            conversation, scope=scope
+        )
+        return saved
+
+    async def load(
+        self, conversation_id: str, *, limit: int | None = None, scope: str | None = None
+    ) -> Conversation | None:
+        """PydanticAI's ``load``, in one hop onto Django's thread-sensitive executor."""
+        loaded: Conversation | None = await sync_to_async(self.load_sync, thread_sensitive=True)(
+            conversation_id, limit=limit, scope=scope
+        )
         return loaded
 
     # -- the five primitives -------------------------------------------------------------
@@ -124,13 +149,14 @@ class DjangoConversationStore(ConversationStore):
 
     def read_record_sync(self, conversation_id: str) -> ConversationRecord | None:
         _readable("conversation_id", conversation_id)
-        row = (
-            StoredConversation.objects.using(self.alias)
-            .filter(conversation_id=conversation_id)
-            .values_list(*RECORD_COLUMNS)
-            .first()
-        )
-        return None if row is None else record_from(row)
+        connection = connections[self.alias]
+        with connection.cursor() as cursor:
+            cursor.execute(statements.read_record(self.alias, RECORD_COLUMNS), [conversation_id])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        updated_at = RECORD_COLUMNS.index("updated_at")
+        return record_from((*row[:updated_at], _aware(connection, row[updated_at]), *row[updated_at + 1 :]))
 
     def read_records_sync(
         self, *, scope: str | None = None, limit: int | None = None
@@ -166,41 +192,46 @@ class DjangoConversationStore(ConversationStore):
         conversation_id = _checked_record(record)
         check_text("expected_revision", expected_revision, max_length=REVISION_MAX_LENGTH, optional=True)
         rows, anchors = _entry_rows(conversation_id, new_entries)
-        if record.head_id is not None and record.head_id not in {row.entry_id for row in rows}:
+        if record.head_id is not None and record.head_id not in {row[0] for row in rows}:
             anchors.add(record.head_id)
         values = record_values(record)
         alias = self.alias
-        with transaction.atomic(using=alias):
+        connection = connections[alias]
+        adapt = connection.ops.adapt_datetimefield_value
+        values["updated_at"] = adapt(values["updated_at"])
+        columns = tuple(values)
+        created_at = adapt(timezone.now())
+        # One transaction; a refused write raises out of it, so it rolls back whole (no savepoints).
+        with transaction.atomic(using=alias), connection.cursor() as cursor:
             if anchors:
                 # Locked: a concurrent delete that would release them waits, or has released them.
-                found = set(
-                    StoredEntry.objects.using(alias)
-                    .select_for_update()
-                    .filter(entry_id__in=sorted(anchors))
-                    .values_list("entry_id", flat=True)
-                )
+                wanted = sorted(anchors)
+                found: set[str] = set()
+                for start in range(0, len(wanted), LOCK_CHUNK):
+                    ids = wanted[start : start + LOCK_CHUNK]
+                    cursor.execute(statements.lock_entries(alias, len(ids)), ids)
+                    found.update(entry_id for (entry_id,) in cursor.fetchall())
                 if found != anchors:
                     raise ConversationConflict(conversation_id)
             if expected_revision is None:
                 try:
-                    with transaction.atomic(using=alias):
-                        StoredConversation.objects.using(alias).create(
-                            conversation_id=conversation_id, **values
-                        )
+                    cursor.execute(
+                        statements.insert_record(alias, columns), [conversation_id, *values.values()]
+                    )
                 except IntegrityError:
                     raise ConversationConflict(conversation_id) from None
             else:
-                changed = (
-                    StoredConversation.objects.using(alias)
-                    .filter(conversation_id=conversation_id, revision=expected_revision)
-                    .update(**values)
+                cursor.execute(
+                    statements.update_record(alias, columns),
+                    [*values.values(), conversation_id, expected_revision],
                 )
-                if changed != 1:
+                if cursor.rowcount != 1:
                     raise ConversationConflict(conversation_id)
-            if rows:
+            for start in range(0, len(rows), statements.ENTRIES_PER_INSERT):
+                part = rows[start : start + statements.ENTRIES_PER_INSERT]
+                params = [value for row in part for value in (*row, created_at)]
                 try:
-                    with transaction.atomic(using=alias):
-                        StoredEntry.objects.using(alias).bulk_create(rows)
+                    cursor.execute(statements.insert_entries(alias, len(part)), params)
                 except IntegrityError:  # an entry with one of these ids is stored: entries never change
                     raise ConversationConflict(conversation_id) from None
 
@@ -228,6 +259,60 @@ class DjangoConversationStore(ConversationStore):
                 raise ConversationConflict(conversation_id)
             if not _reached_from_elsewhere(alias, conversation_id):
                 own.delete()
+
+
+class _OnThisThread(ConversationStore):
+    """A store's primitives awaited without a hop: the sync bodies, on the thread that awaits them."""
+
+    def __init__(self, store: DjangoConversationStore) -> None:
+        self.store = store
+
+    async def read_record(self, conversation_id: str) -> ConversationRecord | None:
+        return self.store.read_record_sync(conversation_id)
+
+    async def read_records(
+        self, *, scope: str | None = None, limit: int | None = None
+    ) -> Sequence[ConversationRecord]:
+        return self.store.read_records_sync(scope=scope, limit=limit)
+
+    async def write_record(
+        self,
+        record: ConversationRecord,
+        *,
+        new_entries: Sequence[ConversationEntry] = (),
+        expected_revision: str | None,
+    ) -> None:
+        self.store.write_record_sync(record, new_entries=new_entries, expected_revision=expected_revision)
+
+    async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
+        self.store.delete_record_sync(conversation_id, expected_revision=expected_revision)
+
+    async def read_entry(self, entry_id: str) -> ConversationEntry:
+        return self.store.read_entry_sync(entry_id)
+
+    async def read_history(self, head_id: str | None, *, limit: int | None = None) -> list[ConversationEntry]:
+        return history.read_history(self.store.alias, head_id, limit)
+
+
+def _completed(operation: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never suspends (it awaits only :class:`_OnThisThread`'s
+    primitives), run to its end right here, without an event loop."""
+    try:
+        operation.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    operation.close()
+    raise RuntimeError("a conversation store operation waited on something other than the database")
+
+
+def _aware(connection: BaseDatabaseWrapper, value: Any) -> Any:
+    """A ``DateTimeField`` value read on Django's cursor, as the ORM would return it."""
+    if isinstance(value, str):  # SQLite without the column's declared type
+        value = parse_datetime(value)
+    if value is not None and settings.USE_TZ and timezone.is_naive(value):
+        value = timezone.make_aware(value, connection.timezone)
+    return value
 
 
 def _readable(field: str, value: object) -> None:
@@ -269,13 +354,14 @@ def _checked_record(record: ConversationRecord) -> str:
 
 def _entry_rows(
     conversation_id: str, new_entries: Sequence[ConversationEntry]
-) -> tuple[list[StoredEntry], set[str]]:
-    """Rows for the new entries, and the stored entries they continue (which must exist).
+) -> tuple[list[tuple[str, str | None, str, str, str]], set[str]]:
+    """Rows for the new entries (``statements.ENTRY_COLUMNS`` but ``created_at``), and the stored
+    entries they continue (which must exist).
 
     An entry's parent is an earlier new entry or a stored one; a parent named later in
     ``new_entries`` is looked up in the store, so entries can never form a cycle.
     """
-    rows: list[StoredEntry] = []
+    rows: list[tuple[str, str | None, str, str, str]] = []
     seen: set[str] = set()
     anchors: set[str] = set()
     for entry in new_entries:
@@ -286,13 +372,5 @@ def _entry_rows(
             anchors.add(entry.parent_id)
         assert entry_id is not None
         seen.add(entry_id)
-        rows.append(
-            StoredEntry(
-                entry_id=entry_id,
-                parent_id=entry.parent_id,
-                conversation_id=conversation_id,
-                kind=entry.kind,
-                message=message_json(entry.message),
-            )
-        )
+        rows.append((entry_id, entry.parent_id, conversation_id, entry.kind, message_json(entry.message)))
     return rows, anchors
