@@ -63,7 +63,7 @@ test-postgres: install
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # CI only (not in `make test`): the PostgreSQL suite on Django's own connection pool, and with
-# the prepared-statement OPTIONS the README recommends; every statement is Django's either way.
+# the prepared-statement OPTIONS the docs recommend; every statement is Django's either way.
 test-postgres-pool: install
 	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_pool DATABASE_OPTIONS='{"pool": true}' $(VENV)/bin/pytest $(PYTEST_ARGS)
 
