@@ -24,7 +24,7 @@ help:
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
 	@echo "make test-races    timing-only races, repeated, on SQLite, PostgreSQL and MariaDB (not gating)"
 	@echo "make test-e2e      the admin in headless Chromium (installs chromium with apt)"
-	@echo "make screenshot    docs/img/admin-*.png (1440 and 1024 px), from the same browser run"
+	@echo "make screenshot    docs/img/admin-*.png (1440 and 1024 px) and site-*.png (1440 px), one browser run"
 	@echo "make lint          ruff, import layers (lint-imports), mypy"
 	@echo "make bench         benchmarks (bench/)"
 	@echo "make dist          wheel and sdist in dist/, checked with twine"
@@ -63,7 +63,7 @@ test-postgres: install
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # CI only (not in `make test`): the PostgreSQL suite on Django's own connection pool, and with
-# the prepared-statement OPTIONS the README recommends; every statement is Django's either way.
+# the prepared-statement OPTIONS the docs recommend; every statement is Django's either way.
 test-postgres-pool: install
 	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_pool DATABASE_OPTIONS='{"pool": true}' $(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -131,10 +131,10 @@ $(VENV)/.installed-e2e: $(VENV)/.installed
 test-e2e: $(VENV)/.installed-e2e | browser
 	SE_OFFLINE=true DATABASE_URL= $(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
 
-screenshot: $(VENV)/.installed-e2e | browser
+screenshot: $(VENV)/.installed-e2e docs | browser
 	mkdir -p docs/img
 	SE_OFFLINE=true DATABASE_URL= TURNSTATE_SCREENSHOTS=docs/img \
-		$(VENV)/bin/pytest -q -m e2e tests/test_admin_e2e.py
+		$(VENV)/bin/pytest -q -m e2e tests/test_admin_e2e.py tests/test_docs_e2e.py
 
 lint: install
 	$(VENV)/bin/ruff check .

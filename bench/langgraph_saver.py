@@ -673,7 +673,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--prepared",
         action="store_true",
-        help="PostgreSQL: Django's OPTIONS server_side_binding=True, prepare_threshold=5 (the README's)",
+        help="PostgreSQL: Django's OPTIONS server_side_binding=True, prepare_threshold=5 (recommended)",
     )
     parser.add_argument(
         "--only",

@@ -94,11 +94,16 @@ def shoot(browser: Any, folder: str, name: str, width: int, height: int = 900) -
 
 def log_in(browser: Any, live_server: Any, admin_user: Any, next_url: str) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.wait import WebDriverWait
 
     browser.get(f"{live_server.url}/admin/login/?next={next_url}")
     browser.find_element(By.NAME, "username").send_keys(admin_user.username)
     browser.find_element(By.NAME, "password").send_keys("password")
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    submit = browser.find_element(By.CSS_SELECTOR, "input[type=submit]")
+    submit.click()
+    # The login page's elements go when the page asked for arrives: read nothing of it before.
+    WebDriverWait(browser, 30).until(staleness_of(submit))
 
 
 LINE_HEIGHT = "return parseFloat(getComputedStyle(arguments[0]).lineHeight)"
@@ -158,3 +163,40 @@ def test_an_operator_reads_a_pause_its_question_answer_and_rows(
     assert value.startswith("{\n") and '\n  "' in value  # pretty-printed, not one line
     for width in WIDTHS if folder else ():
         shoot(browser, str(folder), f"admin-row-{width}.png", width, 1100)
+
+
+FITS = """
+const results = document.querySelector('#changelist .results');
+return [results.scrollWidth, results.clientWidth, document.documentElement.scrollWidth, window.innerWidth];
+"""
+
+
+@pytest.mark.parametrize(
+    ("page", "shot"),
+    [("unresumablepause", "admin-unresumable"), ("pause", "admin-pauses")],
+)
+def test_the_lists_fit_1440_px_with_the_sidebar_open(
+    live_server: Any, browser: Any, admin_user: Any, page: str, shot: str
+) -> None:
+    """Every column in view, no sideways scrolling; ids cut short carry the whole id on hover."""
+    from selenium.webdriver.common.by import By
+
+    long_thread = "customer-support-conversation-" + "x" * 60
+    for n in range(3):
+        lost(n, thread_id=f"{long_thread}-{n}")
+        legacy_request(10 + n)
+        answered(20 + n, thread_id=f"{long_thread}-answered-{n}")
+    browser.set_window_size(1440, 900)
+    log_in(browser, live_server, admin_user, f"/admin/turnstate_app/{page}/")
+
+    assert browser.find_element(By.ID, "nav-sidebar").is_displayed()
+    inner, shown, document_width, window_width = browser.execute_script(FITS)
+    assert inner <= shown and document_width <= window_width, (inner, shown, document_width, window_width)
+    ids = browser.find_elements(By.CSS_SELECTOR, "#result_list span.turnstate-id")
+    assert ids and all(span.get_attribute("title") for span in ids)
+    assert any(span.get_attribute("title").startswith(long_thread) for span in ids)
+    for header in browser.find_elements(By.CSS_SELECTOR, "#result_list thead th"):
+        assert header.rect["x"] + header.rect["width"] <= window_width, header.text
+    if folder := os.environ.get("TURNSTATE_SCREENSHOTS"):
+        for width in WIDTHS:
+            shoot(browser, folder, f"{shot}-{width}.png", width)

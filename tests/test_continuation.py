@@ -160,7 +160,7 @@ def next_stop(**overrides: Any) -> dict[str, Any]:
 
 
 def test_statements_per_continuation() -> None:
-    """As the README counts them: ledger read, claim, turn taken, outcome recorded, turn given back."""
+    """As docs/lifecycle.md counts them: ledger read, claim, turn taken, outcome recorded, turn given back."""
     resumed = resume_pause(mint().token, "yes")
     with CaptureQueriesContext(connection) as continuing:
         assert continue_once(resumed, lambda continuation: None).ran

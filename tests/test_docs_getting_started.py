@@ -1,7 +1,8 @@
 """The getting-started page's Python runs as written, in order, against the test database.
 
 A reader copies these blocks first; a renamed argument or a changed result would make the page
-lie, so the page's own text is executed here (the README's snippets are checked by test_readme).
+lie, so the page's own text is executed here (the README's quickstarts run in a fresh project:
+test_quickstarts).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The documentation site's sources hold together without building it (``make docs`` builds it).
 
-The guides include the README's sections by name, so every name a page uses must be marked in
-the README, once, start before end. A snippet marker inside prose is swallowed by the include
+The guides hold their own text; the home page and getting started include the README's intro,
+install and quickstarts by name, so every name a page uses must be marked in the README, once,
+start before end. A snippet marker inside prose is swallowed by the include
 (pymdownx.snippets drops any line holding one), so no included file may carry one mid-text.
 """
 
@@ -26,7 +27,13 @@ def names_used() -> set[str]:
 
 
 def test_the_guides_include_readme_sections() -> None:
-    assert {"install", "lifecycle", "rest", "settings", "checks", "guarantees", "langgraph"} <= names_used()
+    assert {
+        "intro",
+        "install",
+        "quickstart-plain",
+        "quickstart-langgraph",
+        "quickstart-pydantic-ai",
+    } <= names_used()
 
 
 @pytest.mark.parametrize("name", sorted(names_used()))
@@ -57,5 +64,29 @@ def test_every_page_in_the_navigation_exists() -> None:
 
 
 def test_the_site_screenshots_are_checked_in() -> None:
-    for name in ("site-index-1440.png", "site-reference-pauses-1440.png", "admin-unresumable-1440.png"):
+    for name in (
+        "site-index-1440.png",
+        "site-reference-pauses-1440.png",
+        "site-getting-started-1440.png",
+        "admin-unresumable-1440.png",
+        "admin-pauses-1440.png",
+    ):
         assert (DOCS / "img" / name).stat().st_size > 10_000, name
+
+
+def test_the_operators_page_names_every_command_span_and_metric() -> None:
+    from turnstate_app import telemetry
+
+    page = (DOCS / "admin-and-commands.md").read_text()
+    commands = sorted((ROOT / "turnstate_app" / "management" / "commands").glob("turnstate_*.py"))
+    assert commands
+    for command in commands:
+        assert f"manage.py {command.stem}" in page, command.stem
+    for name in telemetry.METRICS:
+        assert f"| `{name}` |" in page, name
+    sources = "\n".join(path.read_text() for path in (ROOT / "turnstate_app").glob("**/*.py"))
+    spans = set(re.findall(r'telemetry\.span\(\s*"([\w.]+)"', sources))
+    assert spans
+    for span in spans:
+        assert f"| `{span}` |" in page, span
+    assert "GET status/" in page and "--jsonl" in page and "Next page" in page

@@ -1,4 +1,8 @@
-"""The README's snippets import what they use from where the README says."""
+"""The README's and the docs' snippets import what they use; the guarantees name real tests.
+
+The quickstarts themselves run in a fresh project (tests/test_quickstarts.py); the guarantees
+table lives on the docs site (docs/guarantees.md).
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-GUARANTEES = README.split("## Guarantees", 1)[1].split("\n## ", 1)[0]
-NAMED_TESTS = sorted(set(re.findall(r"`(tests/test_\w+\.py::test_\w+)`", GUARANTEES)))
-IMPORTS = sorted(set(re.findall(r"^\s*from (turnstate_app[\w.]*) import ([\w, ]+)$", README, re.MULTILINE)))
+DOCS = "\n".join(page.read_text() for page in sorted((ROOT / "docs").glob("**/*.md")))
+GUARANTEES = (ROOT / "docs" / "guarantees.md").read_text()
+NAMED_TESTS = sorted(set(re.findall(r"`(tests/(?:contrib/\w+/)?test_\w+\.py::test_\w+)`", GUARANTEES)))
+IMPORT = re.compile(r"^\s*from (turnstate_app[\w.]*) import ([\w, ]+)$", re.MULTILINE)
+IMPORTS = sorted(set(IMPORT.findall(README)) | set(IMPORT.findall(DOCS)))
 
 
 def test_the_worker_and_celery_snippets_names_are_the_lifecycles() -> None:
@@ -26,8 +32,8 @@ def test_the_worker_and_celery_snippets_names_are_the_lifecycles() -> None:
 
 
 def test_the_readme_imports_what_its_snippets_call() -> None:
-    names = {name.strip() for _module, names in IMPORTS for name in names.split(",")}
-    assert {"resumed", "mint_pause"} <= names
+    names = {name.strip() for _module, names in IMPORT.findall(README) for name in names.split(",")}
+    assert {"resumed", "mint_pause", "continue_once", "pause_interrupts", "pause_deferred"} <= names
 
 
 @pytest.mark.parametrize(("module", "names"), IMPORTS)
@@ -38,7 +44,8 @@ def test_every_import_in_the_readme_works(module: str, names: str) -> None:
 
 
 def test_the_guarantees_name_tests() -> None:
-    assert len(NAMED_TESTS) >= 20
+    assert len(NAMED_TESTS) >= 40
+    assert any(name.startswith("tests/contrib/") for name in NAMED_TESTS)
 
 
 def test_every_test_the_guarantees_name_exists_and_is_collected() -> None:

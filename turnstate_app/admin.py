@@ -247,7 +247,8 @@ class ReadOnlyAdmin(ModelAdmin):
 
 @admin.register(CheckpointMetadata)
 class CheckpointMetadataAdmin(ReadOnlyAdmin):
-    list_display = ("thread_id", "checkpoint_id", "key", "kind", "created_at", "updated_at")
+    list_display = ("thread", "checkpoint", "row_key", "kind", "created_at", "updated_at")
+    list_display_links = ("thread",)
     list_filter = (KindFilter, AgeFilter)
     search_fields = ("=thread_id", "=checkpoint_id", "key")
     ordering = ("-pk",)  # newest first, by the primary key's index (created_at has none of its own)
@@ -286,6 +287,18 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
             raise PermissionDenied
         return HttpResponse(pretty(row.value), content_type="text/plain; charset=utf-8")
 
+    @admin.display(description=_("thread id"))
+    def thread(self, row: CheckpointMetadata) -> str:
+        return admin_display.short_id(row.thread_id)
+
+    @admin.display(description=_("checkpoint id"))
+    def checkpoint(self, row: CheckpointMetadata) -> str:
+        return admin_display.short_id(row.checkpoint_id)
+
+    @admin.display(description=_("key"))
+    def row_key(self, row: CheckpointMetadata) -> str:
+        return admin_display.short_id(row.key, kind="key")
+
     @admin.display(description=_("pause"))
     def pause(self, row: CheckpointMetadata) -> str:
         return admin_display.pause_links(row)
@@ -297,16 +310,10 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
 
 @admin.register(Pause)
 class PauseAdmin(ReadOnlyAdmin):
-    list_display = (
-        "jti",
-        "thread_id",
-        "effective_status",
-        "resumable",
-        "owner",
-        "created_at",
-        "answered_at",
-        "expires_at",
-    )
+    # Fits 1440 px with the navigation sidebar and the filters open: ids cut to their column
+    # (whole on hover and on the pause's page), times as ages; expires_at is on the pause's page.
+    list_display = ("token_id", "thread", "effective_status", "resumable", "owner", "age", "answered")
+    list_display_links = ("token_id",)
     list_filter = (EffectiveStatusFilter, "resumable", ContinuationFilter, GroupStateFilter, AgeFilter)
     list_select_related = ("owner",)
     search_fields = ("=jti", "=thread_id", "=run_id")
@@ -330,6 +337,26 @@ class PauseAdmin(ReadOnlyAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Pause]:
         now = timezone.now()
         return super().get_queryset(request).with_effective_status(now).with_group_state(now)  # type: ignore[attr-defined, no-any-return]
+
+    @admin.display(description=_("jti"))
+    def token_id(self, pause: Pause) -> str:
+        return admin_display.short_id(pause.jti, kind="jti")
+
+    @admin.display(description=_("thread id"))
+    def thread(self, pause: Pause) -> str:
+        return admin_display.short_id(pause.thread_id)
+
+    @admin.display(description=_("age"))
+    def age(self, pause: Pause) -> str:
+        created = pause.created_at
+        return format_html('<span title="{}">{}</span>', created.isoformat(), timesince(created))
+
+    @admin.display(description=_("answered"))
+    def answered(self, pause: Pause) -> str:
+        if pause.answered_at is None:
+            return "—"
+        ago = _("%(time)s ago") % {"time": timesince(pause.answered_at)}
+        return format_html('<span title="{}">{}</span>', pause.answered_at.isoformat(), ago)
 
     @admin.display(description=_("status"), ordering="status")
     def effective_status(self, pause: Pause) -> str:
@@ -419,8 +446,10 @@ class ReasonFilter(admin.SimpleListFilter):
 class UnresumablePauseAdmin(ReadOnlyAdmin):
     """Pending pauses whose question can be answered but whose run this store cannot continue."""
 
-    list_display = ("thread_id", "checkpoint_id", "request_key", "pause", "age", "reason")
-    list_display_links = ("thread_id",)
+    # Fits 1440 px with the navigation sidebar and the filters open: ids cut to their column,
+    # whole on hover and on the row's page; the reason's headline, whole on hover.
+    list_display = ("thread", "checkpoint", "request_key", "pause", "age", "reason")
+    list_display_links = ("thread",)
     readonly_fields = ("pause", "full_reason")
     list_filter = (ReasonFilter, AgeFilter)
     search_fields = ("=thread_id", "=jti")
@@ -451,16 +480,24 @@ class UnresumablePauseAdmin(ReadOnlyAdmin):
             )
         return queryset.filter(condition), False
 
+    @admin.display(description=_("thread id"))
+    def thread(self, row: UnresumablePause) -> str:
+        return admin_display.short_id(row.thread_id)
+
+    @admin.display(description=_("checkpoint id"))
+    def checkpoint(self, row: UnresumablePause) -> str:
+        return admin_display.short_id(row.checkpoint_id)
+
     @admin.display(description=_("request key"), ordering="key")
     def request_key(self, row: UnresumablePause) -> str:
-        return row.key
+        return admin_display.short_id(row.key, kind="key")
 
     @admin.display(description=_("pause (jti)"), ordering="jti")
     def pause(self, row: UnresumablePause) -> str:
         if row.jti is None:
             return "—"
         url = reverse("admin:turnstate_app_pause_changelist") + "?" + urlencode({"q": row.jti})
-        return format_html('<a href="{}">{}</a>', url, row.jti)
+        return admin_display.short_id(row.jti, kind="jti", url=url)
 
     @admin.display(description=_("age"), ordering="-created_at")
     def age(self, row: UnresumablePause) -> str:

@@ -43,6 +43,16 @@ def value_block(row: CheckpointMetadata) -> SafeString:
     )
 
 
+def short_id(value: str | None, *, kind: str = "id", url: str | None = None) -> SafeString:
+    """An id cut to its column's width by the stylesheet, whole on hover (``title``) and in the
+    page's text (search, copy); a link when ``url`` is given. ``kind`` picks the width: ``jti``
+    (narrowest: a token id is 32 random characters), ``key`` or ``id``."""
+    if value is None:
+        return format_html("{}", "—")
+    span = format_html('<span class="turnstate-id turnstate-{}" title="{}">{}</span>', kind, value, value)
+    return span if url is None else format_html('<a href="{}">{}</a>', url, span)
+
+
 def row_link(row: CheckpointMetadata) -> SafeString:
     url = reverse("admin:turnstate_app_checkpointmetadata_change", args=[row.pk])
     return format_html('<a href="{}">{}</a>', url, row.key)

@@ -28,7 +28,7 @@ def check_settings(**_: Any) -> list[CheckMessage]:
         return [
             Error(
                 f"TURNSTATE must be a dict, not {type(raw).__name__}.",
-                hint="Set TURNSTATE = {...} with the keys documented in the README, or remove it.",
+                hint="Set TURNSTATE = {...} with the keys of docs/settings-and-checks.md, or remove it.",
                 id="turnstate.E001",
             )
         ]

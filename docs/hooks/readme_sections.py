@@ -1,4 +1,4 @@
-"""MkDocs hook: the guides include the README's sections instead of copying them.
+"""MkDocs hook: pages include the README's sections (intro, install, quickstarts) instead of copying them.
 
 A page names a section with pymdownx.snippets' own syntax, ``--8<-- "README.md:install"``, and
 the README marks it with ``<!-- --8<-- [start:install] -->`` ... ``<!-- --8<-- [end:install] -->``

@@ -1,9 +1,14 @@
-"""``django-admin startproject``'s settings plus exactly the README's install section, nothing more."""
+"""``django-admin startproject``'s settings plus exactly the README's install section, nothing more.
+
+The section's settings block is read from the README and run here as a reader appends it.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from pathlib import Path
 
 SECRET_KEY = "readme-install-" + "x" * 50  # long and varied enough for check --deploy
 DEBUG = False
@@ -16,11 +21,6 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    # The README's install section:
-    "rest_framework",
-    "django_filters",
-    "drf_spectacular",
-    "turnstate_app",
 ]
 
 MIDDLEWARE = [
@@ -60,3 +60,16 @@ DATABASES = {
 USE_TZ = True
 STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+
+def _readme_install_settings() -> str:
+    """The README's "add at the end" block of ``mysite/settings.py``, as written."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    install = readme.split("<!-- --8<-- [start:install] -->", 1)[1].split("<!-- --8<-- [end:install] -->")[0]
+    appended = r"^```python\n(# mysite/settings\.py: add at the end\n.*?)^```$"
+    (block,) = re.findall(appended, install, re.MULTILINE | re.DOTALL)
+    return str(block)
+
+
+exec(_readme_install_settings())  # noqa: S102 - the README's own settings, appended as a reader does
+INSTALLED_APPS.remove("assistant")  # the reader's own app (`startapp assistant`), not a package here

@@ -19,7 +19,7 @@ from turnstate_app.pauses import resume_pause
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# What the README reports; a change that adds statements shows up here first.
+# What docs/langgraph.md reports; a change that adds statements shows up here first.
 MOST = {"pause_interrupts (2 pauses)": 30, "continue (no next pause)": 20, "continue (1 next pause)": 35}
 
 
@@ -76,6 +76,6 @@ def test_statements_per_pause_and_per_continuation(statements: Statements) -> No
     with statements.counting("continue (1 next pause)"):
         assert len(continue_graph(graph, hotel).minted) == 1
 
-    print({label: statements.counts[label] for label in MOST})  # noqa: T201 - the README's figures
+    print({label: statements.counts[label] for label in MOST})  # noqa: T201 - the docs page's figures
     for label, most in MOST.items():
         assert 0 < statements.counts[label] <= most, (label, statements.counts[label])

@@ -3,7 +3,7 @@
 PydanticAI's ``save`` is a coroutine: in sync code, ``store.save(result)`` saves nothing (Python
 warns that it "was never awaited"), and ``pause_deferred`` used to answer with "call
 store.save(result) before pausing" -- what the user had just done. ``save_sync``/``load_sync``
-are the sync forms; the README's snippet runs here as written.
+are the sync forms; the snippet of docs/pydantic-ai.md runs here as written.
 """
 
 from __future__ import annotations
@@ -31,19 +31,18 @@ from turnstate_app.pauses import resume_pause
 
 pytestmark = pytest.mark.django_db
 
-README = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "pydantic-ai.md"
 
 
-def readme_snippet() -> str:
-    """The PydanticAI section's first code block, from its imports on (the settings lines are prose)."""
-    section = README.split("<!-- --8<-- [start:pydantic-ai] -->", 1)[1]
-    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+def page_snippet() -> str:
+    """The PydanticAI page's first code block, from its imports on (the settings lines are prose)."""
+    block = re.search(r"```python\n(.*?)```", PAGE.read_text(), re.DOTALL)
     assert block is not None
     code = block.group(1)
     return textwrap.dedent(code[code.index("# the agent") :])
 
 
-def test_the_readme_snippet_runs_in_sync_code_as_written() -> None:
+def test_the_pages_snippet_runs_in_sync_code_as_written() -> None:
     users = get_user_model().objects
     traveller, travel_desk = users.create_user("traveller"), users.create_user("desk")
     agent = travel_agent()
@@ -53,7 +52,7 @@ def test_the_readme_snippet_runs_in_sync_code_as_written() -> None:
         "request": SimpleNamespace(user=traveller),
         "travel_desk": travel_desk,
     }
-    exec(compile(readme_snippet(), "README.md", "exec"), scope)  # noqa: S102 - the README's own code
+    exec(compile(page_snippet(), str(PAGE), "exec"), scope)  # noqa: S102 - the page's own code
 
     pauses = {pause.claims.tool_call_id: pause for pause in scope["pauses"]}
     assert set(pauses) == {"call-book", "call-date"} and all(p.resumable for p in pauses.values())

@@ -8,7 +8,7 @@ thread's turn; inside it, the answer goes to LangGraph as
 ``Command(resume={interrupt_id: answer})`` on the thread's head in strict mode, and the
 interrupts the run stops at next become pauses of the same owner, session and run.
 
-Why each step is there (each was a reproduced failure, see the README):
+Why each step is there (each was a reproduced failure, see docs/langgraph.md):
 
 - the interrupt must be pending at the head before resuming, and strict mode refuses it
   too: a re-sent answer in LangGraph's default mode answers the node's *next* question;
