@@ -323,8 +323,9 @@ INSTALLED_APPS = [app for app in INSTALLED_APPS if not app.startswith("turnstate
 
 def test_without_opentelemetry_nothing_is_imported_and_the_lifecycle_runs(tmp_path: Path) -> None:
     (tmp_path / "core_settings.py").write_text(CORE_SETTINGS)
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_")}  # a SQLite file here
     env = {
-        **os.environ,
+        **inherited,
         "DJANGO_SETTINGS_MODULE": "core_settings",
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
