@@ -77,6 +77,8 @@ def after_answer(resumed: ResumedPause) -> None:
 
 def hand_off(resumed: ResumedPause) -> HandOff:
     """Give ``resumed`` to the handler on a worker; wait at most ``HANDOFF_TIMEOUT``. Never raises."""
+    if conf.RESUME_HANDLER is None:
+        return HandOff.NO_HANDLER  # nothing is handed off: no span either
     claims = resumed.claims
     with telemetry.span("turnstate.handoff", jti=claims.jti, thread_id=claims.thread_id) as current:
         handed = _hand_off(resumed)
