@@ -53,17 +53,12 @@ _M = TypeVar("_M", bound=Model)
 BIGINT_MAX = 2**63 - 1
 
 
-class TurnstateViewSet(viewsets.GenericViewSet[_M]):
-    """What every view of the app shares, whatever the host's ``REST_FRAMEWORK`` says:
-    JSON in and out (no HTML error pages), its own error mapping and cursor pages, and
-    drf-spectacular's schema class, so a host need not set ``DEFAULT_SCHEMA_CLASS`` for the
-    app's schema (or ``check --deploy``) to work. Authentication and throttling stay the host's."""
+class TurnstateResponses(APIView):
+    """What every view of the app shares, whatever the host's ``REST_FRAMEWORK`` says: JSON out
+    (no HTML error pages), its own error mapping, reads only unless a view says otherwise.
+    Authentication and throttling stay the host's. Put before DRF's view class."""
 
-    schema = AutoSchema()
     renderer_classes = [JSONRenderer]
-    parser_classes = [BoundedJSONParser]
-    pagination_class = CreatedCursorPagination
-    filter_backends = [DjangoFilterBackend]
     http_method_names = ["get", "head"]
 
     def get_exception_handler(self) -> Any:
@@ -74,6 +69,17 @@ class TurnstateViewSet(viewsets.GenericViewSet[_M]):
         # 400 on every driver (psycopg2 refuses one with a bare ValueError).
         with nul_refusals_as_data_errors():
             return super().dispatch(request, *args, **kwargs)
+
+
+class TurnstateViewSet(TurnstateResponses, viewsets.GenericViewSet[_M]):
+    """The app's viewsets: its responses (:class:`TurnstateResponses`), JSON in, cursor pages, and
+    drf-spectacular's schema class, so a host need not set ``DEFAULT_SCHEMA_CLASS`` for the
+    app's schema (or ``check --deploy``) to work."""
+
+    schema = AutoSchema()
+    parser_classes = [BoundedJSONParser]
+    pagination_class = CreatedCursorPagination
+    filter_backends = [DjangoFilterBackend]
 
 
 class PauseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TurnstateViewSet[Pause]):
@@ -189,23 +195,12 @@ class CheckpointViewSet(
         return super().get_object()
 
 
-class StatusView(APIView):
-    """``GET status/``: the figures of ``turnstate_status``, for staff (dashboards, probes).
+class StatusView(TurnstateResponses):
+    """``GET status/``: the figures of ``turnstate_status``, for staff (dashboards, probes); the
+    app's responses and its schema class (set below the method, whose decorator names the
+    ``schema`` module)."""
 
-    The same conveniences as the viewsets: JSON only, the app's error mapping, its schema class
-    (set below the method, whose decorator names the ``schema`` module).
-    """
-
-    renderer_classes = [JSONRenderer]
     permission_classes = [IsStaff]
-    http_method_names = ["get", "head"]
-
-    def get_exception_handler(self) -> Any:
-        return turnstate_exception_handler
-
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        with nul_refusals_as_data_errors():
-            return super().dispatch(request, *args, **kwargs)
 
     @schema.operation(
         operation_id="turnstate_status",
