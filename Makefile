@@ -34,7 +34,7 @@ help:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed | gettext
@@ -78,7 +78,7 @@ VENV_PSYCOPG2 := .venv-psycopg2
 $(VENV_PSYCOPG2)/.installed: pyproject.toml
 	@test -x $(VENV_PSYCOPG2)/bin/python || $(PYTHON) -m venv $(VENV_PSYCOPG2)
 	$(VENV_PSYCOPG2)/bin/python -m pip install -q --upgrade pip
-	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai]' \
+	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents]' \
 		'django-tasks-db[compat]' 'Django>=5.2,<6' psycopg2-binary
 	$(VENV_PSYCOPG2)/bin/python -m pip uninstall -y -q psycopg psycopg-binary psycopg-pool \
 		opentelemetry-instrumentation-psycopg
@@ -91,7 +91,7 @@ mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
 
 $(VENV)/.installed-mysql: $(VENV)/.installed | mariadb-headers
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,mysql]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents,mysql]'
 	@touch $@
 
 test-mariadb: $(VENV)/.installed-mysql
@@ -101,7 +101,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: test-django6-sqlite test-django6-postgres
@@ -125,7 +125,7 @@ browser:
 	@dpkg -s chromium chromium-driver >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
 
 $(VENV)/.installed-e2e: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,e2e]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,openai-agents,e2e]'
 	@touch $@
 
 test-e2e: $(VENV)/.installed-e2e | browser
