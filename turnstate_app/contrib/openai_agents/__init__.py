@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 from turnstate_app.contrib._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from turnstate_app.contrib.openai_agents.continuing import acontinue_run, continue_run
     from turnstate_app.contrib.openai_agents.errors import (
         StaleRunStateError,
         UnreadableRunStateError,
         UnreadableSessionItemError,
     )
+    from turnstate_app.contrib.openai_agents.pausing import apause_approvals, pause_approvals
     from turnstate_app.contrib.openai_agents.session import DjangoSession
 
 __all__ = [
@@ -24,6 +26,10 @@ __all__ = [
     "StaleRunStateError",
     "UnreadableRunStateError",
     "UnreadableSessionItemError",
+    "acontinue_run",
+    "apause_approvals",
+    "continue_run",
+    "pause_approvals",
 ]
 
 _EXPORTS = {
@@ -31,6 +37,10 @@ _EXPORTS = {
     "StaleRunStateError": "turnstate_app.contrib.openai_agents.errors",
     "UnreadableRunStateError": "turnstate_app.contrib.openai_agents.errors",
     "UnreadableSessionItemError": "turnstate_app.contrib.openai_agents.errors",
+    "pause_approvals": "turnstate_app.contrib.openai_agents.pausing",
+    "apause_approvals": "turnstate_app.contrib.openai_agents.pausing",
+    "continue_run": "turnstate_app.contrib.openai_agents.continuing",
+    "acontinue_run": "turnstate_app.contrib.openai_agents.continuing",
 }
 
 
