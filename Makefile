@@ -12,12 +12,13 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
 	@echo "make demo-langgraph a LangGraph graph paused, answered over HTTP, continued by a worker"
 	@echo "make demo-pydantic-ai  a PydanticAI run's question and approval, answered over HTTP, continued once"
+	@echo "make demo-openai-agents  an OpenAI Agents SDK run's two approvals, answered over HTTP, continued once"
 	@echo "make test          the suite on SQLite, then on PostgreSQL"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-sqlite-memory  the LangGraph bridge tests on Django's in-memory test database, 20 times"
@@ -150,6 +151,9 @@ demo-langgraph: install
 
 demo-pydantic-ai: install
 	$(VENV)/bin/python example_project/demo_pydantic_ai.py --database-url "$(DATABASE_URL)"
+
+demo-openai-agents: install
+	$(VENV)/bin/python example_project/demo_openai_agents.py --database-url "$(DATABASE_URL)"
 
 # Each PostgreSQL benchmark uses a database of its own on $(PG_URL)'s server (created when missing).
 BENCH_PG ?= $(dir $(PG_URL))
