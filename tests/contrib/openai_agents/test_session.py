@@ -145,3 +145,16 @@ def test_pop_item_gives_each_item_to_one_of_two_processes_popping_at_once() -> N
         numbers = [int(c.split()[1]) for c in contents]
         assert numbers == sorted(numbers, reverse=True)
     assert session.get_items_sync() == []
+
+
+def test_many_items_in_one_call_keep_their_order_as_in_sqlite_session() -> None:
+    session_id = fresh_id()
+    batch = [item(n) for n in range(1203)]  # more than one INSERT's worth
+
+    async def run(session: Any) -> list[Any]:
+        await session.add_items(batch)
+        return [await session.get_items(), await session.get_items(limit=700)]
+
+    ours = asyncio.run(run(DjangoSession(session_id)))
+    assert ours == asyncio.run(run(SQLiteSession(session_id)))
+    assert ours[0] == batch and ours[1] == batch[-700:]

@@ -7,7 +7,8 @@ processes, so a redelivered answer runs nothing again. Then, holding the thread'
 1. the run's latest state is read from its row, at the revision the pauses were minted for
    (a state that moved on is refused), and rebuilt with ``RunState.from_string``; a state
    this SDK cannot read (a newer schema, written before a rollback) is refused with that
-   reason, and the run's pending pauses are listed as unresumable with it;
+   reason, and the run's pending pauses are listed as unresumable with it (also when the
+   answer that came finds its group still waiting);
 2. each interruption is read again where the SDK will run it: its tool, call id and
    arguments must have the digest its pause recorded (``still_shown``), so an approval
    binds to exactly what its person saw; and every interruption must be answered;
@@ -34,6 +35,7 @@ from turnstate_app.contrib.openai_agents.states import StoredState, read_state, 
 from turnstate_app.errors import ContinuationRefused
 from turnstate_app.models import Pause
 from turnstate_app.pauses import Continuation, ContinueResult, ResumedPause, acontinue_once, continue_once
+from turnstate_app.pauses.continuation import REASON_GROUP_INCOMPLETE
 
 
 def continue_run(
@@ -46,29 +48,30 @@ def continue_run(
     when it stopped again: ``minted`` holds the next pauses). ``run_options`` go to
     ``Runner.run`` as given (``context``, ``max_turns``, ``run_config``...).
     """
-    flag_unreadable(resumed.claims.run_id)
     latest = _Latest(agent, resumed.claims.run_id, resumed.claims.checkpoint_id)
 
     def run(continuation: Continuation) -> Any:
         return async_to_sync(_continue)(agent, continuation, latest, session, run_options)
 
-    def still_shown(member: ResumedPause) -> Any:
-        return async_to_sync(latest.shown)(member)
-
-    return continue_once(resumed, run, agent=agent.name, still_shown=still_shown)
+    result = continue_once(resumed, run, agent=agent.name, still_shown=latest.shown_sync)
+    if result.reason == REASON_GROUP_INCOMPLETE:
+        flag_unreadable(resumed.claims.run_id)
+    return result
 
 
 async def acontinue_run(
     agent: Any, resumed: ResumedPause, *, session: Any = None, **run_options: Any
 ) -> ContinueResult:
     """:func:`continue_run` for async code."""
-    await sync_to_async(flag_unreadable, thread_sensitive=True)(resumed.claims.run_id)
     latest = _Latest(agent, resumed.claims.run_id, resumed.claims.checkpoint_id)
 
     async def run(continuation: Continuation) -> Any:
         return await _continue(agent, continuation, latest, session, run_options)
 
-    return await acontinue_once(resumed, run, agent=agent.name, still_shown=latest.shown)
+    result = await acontinue_once(resumed, run, agent=agent.name, still_shown=latest.shown)
+    if result.reason == REASON_GROUP_INCOMPLETE:
+        await sync_to_async(flag_unreadable, thread_sensitive=True)(resumed.claims.run_id)
+    return result
 
 
 def unreadable_reason(stored: StoredState) -> str:
@@ -79,10 +82,10 @@ def unreadable_reason(stored: StoredState) -> str:
     )
 
 
-def flag_unreadable(run_id: str) -> None:
+def flag_unreadable(run_id: str, stored: StoredState | None = None) -> None:
     """List the run's pending pauses as unresumable when its stored state's schema is one this SDK
-    does not read (one read of the row; nothing else changes)."""
-    stored = read_state(run_id)
+    does not read (a group still waiting would otherwise look continuable until its last answer)."""
+    stored = stored if stored is not None else read_state(run_id)
     if stored is not None and stored.schema_version not in SUPPORTED_SCHEMA_VERSIONS:
         Pause.objects.filter(run_id=run_id, thread_id=stored.thread_id).mark_unresumable(
             unreadable_reason(stored)
@@ -92,7 +95,8 @@ def flag_unreadable(run_id: str) -> None:
 @dataclass
 class _Latest:
     """The run's state as one continuation reads it before the agent runs: loaded once, by the
-    question's check (``still_shown``) or else by the run, and used by both."""
+    question's check (``still_shown``) or else by the run, and used by both. In sync code the
+    load is one hop onto an event loop (for ``RunState.from_string``), not one per check."""
 
     agent: Any
     run_id: str
@@ -100,45 +104,67 @@ class _Latest:
     stored: StoredState | None = None
     state: Any = None
 
+    def read(self) -> StoredState:
+        """The stored row at the pauses' revision, in a schema this SDK reads; else refused."""
+        stored = read_state(self.run_id)
+        if stored is None:
+            raise ContinuationRefused(f"run {self.run_id!r} has no stored state (erased?); nothing was run")
+        if stored.revision != self.revision:
+            raise ContinuationRefused(
+                f"the state of run {self.run_id!r} moved on: the pauses were minted at revision "
+                f"{self.revision}, the stored state is at {stored.revision}; nothing was run"
+            )
+        if stored.schema_version not in SUPPORTED_SCHEMA_VERSIONS:
+            flag_unreadable(self.run_id, stored)
+            raise ContinuationRefused(unreadable_reason(stored))
+        return stored
+
+    async def rebuild(self, stored: StoredState) -> Any:
+        try:
+            return await RunState.from_string(self.agent, stored.text)
+        except Exception as exc:
+            raise ContinuationRefused(
+                f"the stored state of run {self.run_id!r} cannot be read by openai-agents "
+                f"{sdk_version.__version__} ({type(exc).__name__}: {exc}); nothing was run"
+            ) from None
+
     async def load(self) -> Any:
         if self.state is None:
-            stored = await sync_to_async(read_state, thread_sensitive=True)(self.run_id)
-            if stored is None:
-                raise ContinuationRefused(
-                    f"run {self.run_id!r} has no stored state (erased?); nothing was run"
-                )
-            if stored.revision != self.revision:
-                raise ContinuationRefused(
-                    f"the state of run {self.run_id!r} moved on: the pauses were minted at revision "
-                    f"{self.revision}, the stored state is at {stored.revision}; nothing was run"
-                )
-            if stored.schema_version not in SUPPORTED_SCHEMA_VERSIONS:
-                raise ContinuationRefused(unreadable_reason(stored))
-            try:
-                self.state = await RunState.from_string(self.agent, stored.text)
-            except Exception as exc:
-                raise ContinuationRefused(
-                    f"the stored state of run {self.run_id!r} cannot be read by openai-agents "
-                    f"{sdk_version.__version__} ({type(exc).__name__}: {exc}); nothing was run"
-                ) from None
-            self.stored = stored
+            stored = await sync_to_async(self.read, thread_sensitive=True)()
+            self.state, self.stored = await self.rebuild(stored), stored
+        return self.state
+
+    def load_sync(self) -> Any:
+        if self.state is None:
+            stored = self.read()
+            self.state, self.stored = async_to_sync(self.rebuild)(stored), stored
         return self.state
 
     async def pending(self) -> dict[str, Any]:
         """The state's interruptions by call id."""
-        state = await self.load()
-        return {approval_of(item).call_id: item for item in state.get_interruptions()}
+        return pending_of(await self.load())
 
     async def shown(self, member: ResumedPause) -> Any:
         """What the run would execute for ``member``'s call, as its pause showed it."""
-        pending = await self.pending()
-        item = pending.get(member.claims.tool_call_id or "")
+        return self.shown_in(await self.load(), member)
+
+    def shown_sync(self, member: ResumedPause) -> Any:
+        """:meth:`shown` for sync code."""
+        return self.shown_in(self.load_sync(), member)
+
+    def shown_in(self, state: Any, member: ResumedPause) -> Any:
+        item = pending_of(state).get(member.claims.tool_call_id or "")
         if item is None:
             raise ContinuationRefused(
                 f"call {member.claims.tool_call_id!r} no longer waits for approval in run "
                 f"{self.run_id!r}; nothing was run"
             )
         return approval_of(item).shown()
+
+
+def pending_of(state: Any) -> dict[str, Any]:
+    """A state's interruptions by call id."""
+    return {approval_of(item).call_id: item for item in state.get_interruptions()}
 
 
 async def _continue(

@@ -19,9 +19,11 @@ from typing import Any
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 from asgiref.sync import sync_to_async
-from django.db import router, transaction
+from django.db import connections, router, transaction
+from django.utils import timezone
 
 from turnstate_app.contrib._text import refuse_lone_surrogate
+from turnstate_app.contrib.openai_agents import statements
 from turnstate_app.contrib.openai_agents.codec import decode_item, encode_item
 from turnstate_app.contrib.openai_agents.models import ID_MAX_LENGTH, StoredSessionItem
 from turnstate_app.errors import CheckpointFieldError
@@ -66,24 +68,35 @@ class DjangoSession(SessionABC):
     # -- sync code ------------------------------------------------------------------------
 
     def get_items_sync(self, limit: int | None = None) -> list[Any]:
-        """:meth:`get_items` for sync code."""
+        """:meth:`get_items` for sync code: one ``SELECT``."""
         limit = resolve_session_limit(limit, self.session_settings)
-        rows = self._rows()
-        if limit is None or limit < 0:
-            stored = list(rows.order_by("pk").values_list("item", flat=True))
-        elif limit == 0:
+        if limit == 0:
             return []
-        else:
-            stored = list(rows.order_by("-pk").values_list("item", flat=True)[:limit])[::-1]
+        alias = self.alias
+        latest = limit is not None and limit > 0
+        params: list[Any] = [self.session_id, limit] if latest else [self.session_id]
+        with connections[alias].cursor() as cursor:
+            cursor.execute(statements.select_items(alias, latest=latest), params)
+            stored = [row[0] for row in cursor.fetchall()]
+        if latest:
+            stored.reverse()
         return [decode_item(value, session_id=self.session_id) for value in stored]
 
     def add_items_sync(self, items: list[Any]) -> None:
-        """:meth:`add_items` for sync code: one multi-row ``INSERT`` in one transaction."""
+        """:meth:`add_items` for sync code: one multi-row ``INSERT`` (per 500 items), in one transaction."""
         if not items:
             return
-        rows = [StoredSessionItem(session_id=self.session_id, item=encode_item(item)) for item in items]
-        with transaction.atomic(using=self.alias):
-            StoredSessionItem.objects.using(self.alias).bulk_create(rows)
+        alias = self.alias
+        connection = connections[alias]
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        values = [
+            v for item in items for v in (self.session_id, encode_item(item), now)
+        ]  # all, before a write
+        step = statements.ITEMS_PER_INSERT
+        with transaction.atomic(using=alias), connection.cursor() as cursor:
+            for start in range(0, len(items), step):
+                part = values[3 * start : 3 * (start + step)]
+                cursor.execute(statements.insert_items(alias, len(part) // 3), part)
 
     def pop_item_sync(self) -> Any:
         """:meth:`pop_item` for sync code."""
