@@ -59,7 +59,12 @@ def test_a_usable_schema_is_walked_once_and_a_bad_one_is_refused_every_time(
 
     walked: list[Any] = []
     real = answers.require_usable
-    monkeypatch.setattr(answers, "require_usable", lambda schema: walked.append(schema) or real(schema))
+
+    def counted(schema: dict[str, Any]) -> None:
+        walked.append(schema)
+        real(schema)
+
+    monkeypatch.setattr(answers, "require_usable", counted)
     monkeypatch.setattr(answers, "_proved", set())
     fresh = {**SCHEMA, "title": "walked once"}
     for _ in range(3):
