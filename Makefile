@@ -159,7 +159,7 @@ demo-openai-agents: install
 BENCH_PG ?= $(dir $(PG_URL))
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai,bench]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai,openai-agents,bench]' 'Django>=5.2,<6'
 	@touch $@
 
 bench: $(VENV)/.installed-bench
@@ -173,6 +173,8 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/conversation_store.py --database sqlite
 	$(VENV)/bin/python bench/conversation_store.py --database $(BENCH_PG)turnstate_bench_cs
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
+	$(VENV)/bin/python bench/openai_agents.py --database sqlite
+	$(VENV)/bin/python bench/openai_agents.py --database $(BENCH_PG)turnstate_bench_oai
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 
 # Not gating: 8 processes minting and answering over HTTP against PostgreSQL (bench/soak.py).

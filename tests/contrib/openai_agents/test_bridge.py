@@ -21,6 +21,7 @@ from django.db import connection
 from tests.contrib.openai_agents.agents import first_run, payments_agent, tool_runs
 from tests.contrib.openai_agents.processes import continue_elsewhere
 from tests.factories import UserFactory
+from tests.pause_helpers import age
 from turnstate_app.contrib.openai_agents import (
     DjangoSession,
     StaleRunStateError,
@@ -233,3 +234,18 @@ def test_purge_by_thread_reaches_the_state_and_the_session_rows() -> None:
     assert not Pause.objects.filter(jti=pauses["pay"].claims.jti).exists()
     assert StoredRunState.objects.filter(thread_id=other.session_id).count() == 1
     assert other.get_items_sync() != []
+
+
+def test_age_purge_erases_runs_left_without_pauses_and_keeps_the_ones_still_paused() -> None:
+    done, live = DjangoSession(f"s-{uuid.uuid4().hex[:8]}"), DjangoSession(f"s-{uuid.uuid4().hex[:8]}")
+    finished = paused(session=done)
+    _, last = answer(finished, pay=APPROVE, notify=APPROVE)
+    assert continue_run(payments_agent(), last).ran
+    for minted in finished.values():
+        age(minted, 40)
+    paused(session=live)
+    call_command("turnstate_purge", "--older-than", "30", stdout=StringIO())
+    assert not StoredRunState.objects.filter(thread_id=done.session_id).exists()
+    assert done.get_items_sync() == []
+    assert StoredRunState.objects.filter(thread_id=live.session_id).count() == 1  # its pauses still wait
+    assert live.get_items_sync() != []
