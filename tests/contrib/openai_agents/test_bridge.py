@@ -249,3 +249,27 @@ def test_age_purge_erases_runs_left_without_pauses_and_keeps_the_ones_still_paus
     assert done.get_items_sync() == []
     assert StoredRunState.objects.filter(thread_id=live.session_id).count() == 1  # its pauses still wait
     assert live.get_items_sync() != []
+
+
+def test_a_run_that_did_not_stop_or_a_run_id_paused_twice_is_refused_and_nothing_is_minted() -> None:
+    from agents import Agent, Runner
+    from agents.testing import ScriptedModel, assistant_message
+
+    chat = Agent(name="chat", model=ScriptedModel([[assistant_message("hi")]]))
+    with pytest.raises(ValueError, match="did not stop for approvals"):
+        pause_approvals(Runner.run_sync(chat, "hello"), agent=chat, run_id="run-none", session_id=None)
+    pauses = paused()
+    agent = payments_agent()
+    run_id = pauses["pay"].claims.run_id
+    with pytest.raises(ValueError, match="has a stored state already"):
+        pause_approvals(first_run(agent), agent=agent, run_id=run_id, session_id=None)
+    assert Pause.objects.filter(run_id=run_id).count() == 2
+    assert not Pause.objects.filter(run_id="run-none").exists()
+
+
+def test_a_session_other_than_the_runs_is_refused_and_nothing_runs() -> None:
+    pauses = paused(session=DjangoSession(f"s-{uuid.uuid4().hex[:8]}"))
+    _, last = answer(pauses, pay=APPROVE, notify=APPROVE)
+    result = continue_run(payments_agent(), last, session=DjangoSession("someone-else"))
+    assert not result.ran and "'someone-else'" in (result.reason or "")
+    assert tool_runs("pay") == []
