@@ -37,11 +37,17 @@ def name_of(target: Any) -> Any:
     return getattr(target, "name", None)
 
 
+SDK_AGENT_MODULE = "agents.agent"
+"""Where the OpenAI Agents SDK defines ``Agent``: "agents" is a common name for a project's own
+package, so for that root only the SDK's ``Agent`` (or a subclass) counts."""
+
+
 def framework_of(target: Any) -> str | None:
     """The root package ("langgraph", "pydantic_ai", "agents") of the class (or a base) of ``target``."""
     for klass in type(target).__mro__:
-        root = klass.__module__.partition(".")[0]
-        if root in FRAMEWORKS:
+        module = klass.__module__
+        root = module.partition(".")[0]
+        if root in FRAMEWORKS and (root != "agents" or module == SDK_AGENT_MODULE):
             return root
     return None
 

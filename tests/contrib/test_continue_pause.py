@@ -235,3 +235,14 @@ def test_the_db_worker_continues_an_openai_agents_group_once(database_backend: A
     returned: list[Any] = list(DBTaskResult.objects.values_list("return_value", flat=True))
     assert sorted(r["ran"] for r in returned) == [False, True]
     assert payments.tool_runs("pay") == ["2400 to acme"]
+
+
+def test_only_the_sdks_agent_counts_as_an_openai_agents_sdk_agent() -> None:
+    from turnstate_app.agents import framework_of
+
+    class Own:  # a project's own package may well be called "agents"
+        name = "own"
+
+    Own.__module__ = "agents.own"
+    assert framework_of(Own()) is None
+    assert framework_of(payments.payments_agent()) == "agents"
