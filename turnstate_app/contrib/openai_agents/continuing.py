@@ -46,7 +46,8 @@ def continue_run(
     ``session``: the SDK ``Session`` the run uses (default: a :class:`DjangoSession` of the
     session id the pauses recorded, if any). ``output`` is the run's ``final_output`` (None
     when it stopped again: ``minted`` holds the next pauses). ``run_options`` go to
-    ``Runner.run`` as given (``context``, ``max_turns``, ``run_config``...).
+    ``Runner.run`` as given (``max_turns``, ``run_config``, ``hooks``...; the context comes back with
+    the state).
     """
     latest = _Latest(agent, resumed.claims.run_id, resumed.claims.checkpoint_id)
 
