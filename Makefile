@@ -12,12 +12,13 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
 	@echo "make demo-langgraph a LangGraph graph paused, answered over HTTP, continued by a worker"
 	@echo "make demo-pydantic-ai  a PydanticAI run's question and approval, answered over HTTP, continued once"
+	@echo "make demo-openai-agents  an OpenAI Agents SDK run's two approvals, answered over HTTP, continued once"
 	@echo "make test          the suite on SQLite, then on PostgreSQL"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-sqlite-memory  the LangGraph bridge tests on Django's in-memory test database, 20 times"
@@ -34,7 +35,7 @@ help:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed | gettext
@@ -78,7 +79,7 @@ VENV_PSYCOPG2 := .venv-psycopg2
 $(VENV_PSYCOPG2)/.installed: pyproject.toml
 	@test -x $(VENV_PSYCOPG2)/bin/python || $(PYTHON) -m venv $(VENV_PSYCOPG2)
 	$(VENV_PSYCOPG2)/bin/python -m pip install -q --upgrade pip
-	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai]' \
+	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents]' \
 		'django-tasks-db[compat]' 'Django>=5.2,<6' psycopg2-binary
 	$(VENV_PSYCOPG2)/bin/python -m pip uninstall -y -q psycopg psycopg-binary psycopg-pool \
 		opentelemetry-instrumentation-psycopg
@@ -91,7 +92,7 @@ mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
 
 $(VENV)/.installed-mysql: $(VENV)/.installed | mariadb-headers
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,mysql]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents,mysql]'
 	@touch $@
 
 test-mariadb: $(VENV)/.installed-mysql
@@ -101,7 +102,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: test-django6-sqlite test-django6-postgres
@@ -125,7 +126,7 @@ browser:
 	@dpkg -s chromium chromium-driver >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
 
 $(VENV)/.installed-e2e: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,e2e]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,openai-agents,e2e]'
 	@touch $@
 
 test-e2e: $(VENV)/.installed-e2e | browser
@@ -151,11 +152,14 @@ demo-langgraph: install
 demo-pydantic-ai: install
 	$(VENV)/bin/python example_project/demo_pydantic_ai.py --database-url "$(DATABASE_URL)"
 
+demo-openai-agents: install
+	$(VENV)/bin/python example_project/demo_openai_agents.py --database-url "$(DATABASE_URL)"
+
 # Each PostgreSQL benchmark uses a database of its own on $(PG_URL)'s server (created when missing).
 BENCH_PG ?= $(dir $(PG_URL))
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai,bench]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai,openai-agents,bench]' 'Django>=5.2,<6'
 	@touch $@
 
 bench: $(VENV)/.installed-bench
@@ -169,6 +173,8 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/conversation_store.py --database sqlite
 	$(VENV)/bin/python bench/conversation_store.py --database $(BENCH_PG)turnstate_bench_cs
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
+	$(VENV)/bin/python bench/openai_agents.py --database sqlite
+	$(VENV)/bin/python bench/openai_agents.py --database $(BENCH_PG)turnstate_bench_oai
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 
 # Not gating: 8 processes minting and answering over HTTP against PostgreSQL (bench/soak.py).

@@ -20,8 +20,8 @@ DEFAULT_SQLITE = HERE / "demo.sqlite3"
 class OffsiteDemo(Demo):
     def __init__(self, database_url: str, port: int) -> None:
         super().__init__(database_url, port)
-        # The scripted agent is no framework's: its answers go to its own task (agents/tasks.py).
-        self.env["DEMO_RESUME_HANDLER"] = "agents.tasks.enqueue_turn"
+        # The scripted agent is no framework's: its answers go to its own task (demo_agents/tasks.py).
+        self.env["DEMO_RESUME_HANDLER"] = "demo_agents.tasks.enqueue_turn"
 
     def run(self) -> None:
         people = self.prepare()

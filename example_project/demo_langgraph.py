@@ -1,6 +1,6 @@
 """`make demo-langgraph`: a graph pauses in one process, alice answers over HTTP, a worker continues.
 
-The graph (``agents/trip.py``) has no model and makes no network call: two approvals asked in
+The graph (``demo_agents/trip.py``) has no model and makes no network call: two approvals asked in
 parallel, then a node that asks twice. Starts a real HTTP server and a task worker, runs the
 graph in a third process that exits, answers over the REST API, and checks every step it
 shows, including that a redelivered hand-off runs nothing. Exits non-zero naming the step

@@ -162,7 +162,7 @@ class Demo:
                 time.sleep(0.2)
         raise DemoFailedError(step, f"the server did not answer on {self.base} within {timeout:.0f} s")
 
-    # -- agent runs (example_project/agents, /agents/runs/) -----------------------------
+    # -- agent runs (example_project/demo_agents, /agents/runs/) -----------------------------
 
     def transcript(self, run_id: str, token: str, step: str) -> dict[str, Any]:
         status, body = self.http("GET", f"/agents/runs/{run_id}/", token)

@@ -14,5 +14,9 @@ from tests.settings import DATABASES
 DATABASES = {"default": {**DATABASES["default"], "NAME": os.environ["TURNSTATE_WORKER_DB"]}}
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 TURNSTATE = {
-    "AGENTS": {"task-trip": "tests.contrib.registered.trip", "travel": "tests.contrib.registered.travel"}
+    "AGENTS": {
+        "task-trip": "tests.contrib.registered.trip",
+        "travel": "tests.contrib.registered.travel",
+        "payments": "tests.contrib.registered.payments",
+    }
 }

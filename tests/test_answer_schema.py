@@ -52,6 +52,30 @@ def test_a_bad_schema_is_refused_at_mint_and_nothing_is_written() -> None:
     assert not CheckpointMetadata.objects.exists()
 
 
+def test_a_usable_schema_is_walked_once_and_a_bad_one_is_refused_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from turnstate_app.pauses import answers
+
+    walked: list[Any] = []
+    real = answers.require_usable
+
+    def counted(schema: dict[str, Any]) -> None:
+        walked.append(schema)
+        real(schema)
+
+    monkeypatch.setattr(answers, "require_usable", counted)
+    monkeypatch.setattr(answers, "_proved", set())
+    fresh = {**SCHEMA, "title": "walked once"}
+    for _ in range(3):
+        mint(answer_schema=dict(reversed(list(fresh.items()))))  # key order is not a new schema
+    assert len(walked) == 1
+    for _ in range(2):
+        with pytest.raises(CheckpointFieldError, match="not a valid JSON Schema"):
+            mint_pause(**mint_fields(answer_schema={"type": "no-such-type"}))
+    assert len(walked) == 3
+
+
 def test_rest_answers_400_with_every_error_on_answer_and_the_pause_stays_pending(
     users: dict[str, Any],
 ) -> None:

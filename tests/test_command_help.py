@@ -20,7 +20,7 @@ from tests.demo_runs import this_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 MANAGE = ROOT / "example_project" / "manage.py"
-EXAMPLE_COMMANDS = ROOT / "example_project" / "agents" / "management"
+EXAMPLE_COMMANDS = ROOT / "example_project" / "demo_agents" / "management"
 
 ALL_COMMANDS = sorted(get_commands())
 OURS = sorted(name for name, app in get_commands().items() if app.startswith("turnstate_app"))

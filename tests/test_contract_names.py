@@ -61,6 +61,13 @@ CONTRACT = {
         "continue_agent",
         "acontinue_agent",
     ],
+    "turnstate_app.contrib.openai_agents": [
+        "DjangoSession",
+        "pause_approvals",
+        "apause_approvals",
+        "continue_run",
+        "acontinue_run",
+    ],
 }
 
 
@@ -93,10 +100,18 @@ def test_every_integration_returns_the_one_continue_result() -> None:
     import typing
 
     from turnstate_app.contrib.langgraph import acontinue_graph, continue_graph
+    from turnstate_app.contrib.openai_agents import acontinue_run, continue_run
     from turnstate_app.contrib.pydantic_ai import acontinue_agent, continue_agent
     from turnstate_app.pauses import ContinueResult
 
-    for continues in (continue_graph, acontinue_graph, continue_agent, acontinue_agent):
+    for continues in (
+        continue_graph,
+        acontinue_graph,
+        continue_agent,
+        acontinue_agent,
+        continue_run,
+        acontinue_run,
+    ):
         assert typing.get_type_hints(continues)["return"] is ContinueResult, continues
 
 

@@ -1,11 +1,11 @@
-"""The README's three quickstarts, run as written in a fresh ``django-admin startproject``.
+"""The README's four quickstarts, run as written in a fresh ``django-admin startproject``.
 
 Each run copies the README's install section and one quickstart into an empty directory: every
 ``sh`` block runs, in order, in one bash script; a ``python`` block whose first line names a file
 creates it (or, for ``...: add at the end``, appends to it). Two things differ from a reader's
 terminal: ``git clone`` and ``pip install`` lines are skipped (this interpreter's packages and this
 checkout stand in for them), and the server's port 8000 becomes a free one. The server started
-with ``&`` is stopped with the script's process group. The three run side by side, each in its
+with ``&`` is stopped with the script's process group. The four run side by side, each in its
 own directory on its own SQLite file, and each test reads its own.
 """
 
@@ -32,7 +32,12 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 BLOCK = re.compile(r"^```(?P<lang>sh|python)\n(?P<code>.*?)^```$", re.MULTILINE | re.DOTALL)
 SKIPPED = ("git clone ", "pip install ")
-QUICKSTARTS = ("quickstart-plain", "quickstart-langgraph", "quickstart-pydantic-ai")
+QUICKSTARTS = (
+    "quickstart-plain",
+    "quickstart-langgraph",
+    "quickstart-pydantic-ai",
+    "quickstart-openai-agents",
+)
 
 
 def section(name: str) -> str:
@@ -80,7 +85,7 @@ class Run:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
-    """All three quickstarts started at once, each in a directory and process group of its own."""
+    """All the quickstarts started at once, each in a directory and process group of its own."""
     env = this_tree(
         {
             key: value
@@ -89,7 +94,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
         }
     )
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    with contextlib.ExitStack() as held:  # three distinct free ports: held until all are chosen
+    with contextlib.ExitStack() as held:  # distinct free ports: held until all are chosen
         probes = [held.enter_context(socket.socket()) for _ in QUICKSTARTS]
         for probe in probes:
             probe.bind(("127.0.0.1", 0))

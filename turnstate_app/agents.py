@@ -18,6 +18,7 @@ FRAMEWORKS = {
     # root package of the object's class -> (contrib app, extra)
     "langgraph": ("turnstate_app.contrib.langgraph", "langgraph"),
     "pydantic_ai": ("turnstate_app.contrib.pydantic_ai", "pydantic-ai"),
+    "agents": ("turnstate_app.contrib.openai_agents", "openai-agents"),  # the OpenAI Agents SDK
 }
 
 
@@ -36,11 +37,17 @@ def name_of(target: Any) -> Any:
     return getattr(target, "name", None)
 
 
+SDK_AGENT_MODULE = "agents.agent"
+"""Where the OpenAI Agents SDK defines ``Agent``: "agents" is a common name for a project's own
+package, so for that root only the SDK's ``Agent`` (or a subclass) counts."""
+
+
 def framework_of(target: Any) -> str | None:
-    """The root package ("langgraph", "pydantic_ai") of the class (or a base class) of ``target``."""
+    """The root package ("langgraph", "pydantic_ai", "agents") of the class (or a base) of ``target``."""
     for klass in type(target).__mro__:
-        root = klass.__module__.partition(".")[0]
-        if root in FRAMEWORKS:
+        module = klass.__module__
+        root = module.partition(".")[0]
+        if root in FRAMEWORKS and (root != "agents" or module == SDK_AGENT_MODULE):
             return root
     return None
 
@@ -63,8 +70,9 @@ def agent_for(name: str) -> tuple[Any, str]:
         target = import_agent(name, agents[name])
     except ImportError as exc:
         raise InteractionConfigurationError(
-            f"{exc}; is its framework installed (pip install 'turnstate-app[langgraph]' or "
-            "'turnstate-app[pydantic-ai]')? The pause stays answered and nothing was claimed"
+            f"{exc}; is its framework installed (pip install 'turnstate-app[langgraph]', "
+            "'turnstate-app[pydantic-ai]' or 'turnstate-app[openai-agents]')? The pause stays answered "
+            "and nothing was claimed"
         ) from exc
     if name_of(target) != name:
         raise InteractionConfigurationError(
@@ -73,8 +81,8 @@ def agent_for(name: str) -> tuple[Any, str]:
     framework = framework_of(target)
     if framework is None:
         raise InteractionConfigurationError(
-            f"AGENTS[{name!r}] is a {type(target).__name__}, neither a compiled LangGraph graph "
-            "nor a PydanticAI agent"
+            f"AGENTS[{name!r}] is a {type(target).__name__}, not a compiled LangGraph graph, "
+            "a PydanticAI agent or an OpenAI Agents SDK agent"
         )
     contrib, _extra = FRAMEWORKS[framework]
     if not apps.is_installed(contrib):

@@ -228,7 +228,7 @@ def _check_agents(raw: dict[str, Any]) -> list[CheckMessage]:
                 Error(
                     f"TURNSTATE['AGENTS']: {detail}.",
                     hint="Give the dotted path of a module-level compiled graph or agent, and install "
-                    "its framework's extra (turnstate-app[langgraph] or turnstate-app[pydantic-ai]).",
+                    "its framework's extra (turnstate-app[langgraph], [pydantic-ai] or [openai-agents]).",
                     id="turnstate.E017",
                 )
             )

@@ -26,6 +26,7 @@ from turnstate_app.tasks_api import task
 logger = logging.getLogger(__name__)
 
 LANGGRAPH = "turnstate_app.contrib.langgraph"
+OPENAI_AGENTS = "turnstate_app.contrib.openai_agents"
 
 
 @task()
@@ -44,6 +45,10 @@ def continue_with(target: Any, contrib: str, answered: ResumedPause) -> Continue
         from turnstate_app.contrib.langgraph import continue_graph
 
         return continue_graph(target, answered)
+    if contrib == OPENAI_AGENTS:
+        from turnstate_app.contrib.openai_agents import continue_run
+
+        return continue_run(target, answered)
     from turnstate_app.contrib.pydantic_ai import DjangoConversationStore, continue_agent
 
     return continue_agent(target, answered, store=DjangoConversationStore())
@@ -54,7 +59,8 @@ def refuse_unnamed(pause: Pause) -> ContinueResult:
     reason = (
         f"pause {pause.jti} recorded no graph or agent name, so continue_pause cannot tell which "
         "TURNSTATE['AGENTS'] entry continues it: mint PydanticAI pauses with pause_deferred(..., agent=...) "
-        "(LangGraph pauses record graph.name); continue this one with continue_graph / continue_agent"
+        "(LangGraph and OpenAI Agents SDK pauses record their name); continue this one with "
+        "continue_graph / continue_agent / continue_run"
     )
     Pause.objects.filter(pk=pause.pk).mark_continuation_failed(reason)
     logger.error("continue_pause refused pause %s: %s", pause.jti, reason)

@@ -42,7 +42,9 @@ INSTALLED_APPS = [
     "turnstate_app.contrib.langgraph",  # the LangGraph saver and bridge (make demo-langgraph)
     # The PydanticAI demo (make demo-pydantic-ai), where the extra `pydantic-ai` is installed.
     *(["turnstate_app.contrib.pydantic_ai"] if find_spec("pydantic_ai") else []),
-    "agents",
+    # The OpenAI Agents SDK demo (make demo-openai-agents), where the extra `openai-agents` is installed.
+    *(["turnstate_app.contrib.openai_agents"] if find_spec("agents") else []),
+    "demo_agents",
 ]
 
 MIDDLEWARE = [
@@ -114,8 +116,13 @@ TURNSTATE = {
     # brings its own handler: DEMO_RESUME_HANDLER.)
     "RESUME_HANDLER": os.environ.get("DEMO_RESUME_HANDLER", "turnstate_app.handoff.enqueue_continuation"),
     "AGENTS": {
-        "trip": "agents.trip.graph",  # make demo-langgraph
-        **({"booking": "agents.booking.agent"} if find_spec("pydantic_ai") else {}),  # make demo-pydantic-ai
+        "trip": "demo_agents.trip.graph",  # make demo-langgraph
+        **(
+            {"booking": "demo_agents.booking.agent"} if find_spec("pydantic_ai") else {}
+        ),  # make demo-pydantic-ai
+        **(
+            {"payments": "demo_agents.payments.agent"} if find_spec("agents") else {}
+        ),  # make demo-openai-agents
     },
 }
 

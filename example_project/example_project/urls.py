@@ -1,4 +1,4 @@
-from agents.views import run_detail, trip_detail
+from demo_agents.views import run_detail, trip_detail
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.contrib.langgraph.graphs import trip_graph
+from tests.contrib.openai_agents.agents import payments_agent
 from tests.contrib.pydantic_ai.agents import travel_agent
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
 
@@ -16,4 +17,9 @@ def named_trip(name: str) -> Any:
 
 trip = named_trip("task-trip")
 travel = travel_agent(name="travel")
-AGENTS = {"task-trip": "tests.contrib.registered.trip", "travel": "tests.contrib.registered.travel"}
+payments = payments_agent(name="payments")
+AGENTS = {
+    "task-trip": "tests.contrib.registered.trip",
+    "travel": "tests.contrib.registered.travel",
+    "payments": "tests.contrib.registered.payments",
+}

@@ -17,11 +17,13 @@ import django
 import pytest
 from django.db import connection
 
+from tests.contrib.openai_agents import agents as payments
 from tests.contrib.pydantic_ai.agents import first_run, tool_runs, travel_agent
 from tests.contrib.pydantic_ai.conversations import sync
 from tests.contrib.registered import AGENTS, trip
 from tests.demo_runs import ROOT, this_tree
 from turnstate_app.contrib.langgraph import pause_interrupts
+from turnstate_app.contrib.openai_agents import pause_approvals
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore, pause_deferred
 from turnstate_app.errors import InteractionConfigurationError
 from turnstate_app.keys import continuation_key
@@ -56,6 +58,12 @@ def paused_travel(*, named: bool = True) -> list[MintedPause]:
     return pause_deferred(result, store=store, run_id="r", session_id="s", agent=agent if named else None)
 
 
+def paused_payments() -> list[MintedPause]:
+    agent = payments.payments_agent(name="payments")
+    result = payments.first_run(agent)
+    return pause_approvals(result, agent=agent, run_id=f"run-{uuid.uuid4().hex[:12]}", session_id=None)
+
+
 def answer_all(pauses: list[MintedPause]) -> None:
     for minted in pauses:
         resume_pause(minted.token, "Monday" if minted.claims.name == "ask_date" else APPROVE)
@@ -82,6 +90,14 @@ def test_an_agent_group_continues_once_and_runs_the_approved_tool_once(agents: A
     outcomes = [continue_pause.call(minted.claims.jti) for minted in [*pauses, *pauses]]
     assert [outcome["ran"] for outcome in outcomes] == [True, False, False, False]
     assert tool_runs("book_flight") == 1
+
+
+def test_an_openai_agents_group_continues_once_and_runs_the_approved_tools_once(agents: Any) -> None:
+    pauses = paused_payments()
+    answer_all(pauses)
+    outcomes = [continue_pause.call(minted.claims.jti) for minted in [*pauses, *pauses]]
+    assert [outcome["ran"] for outcome in outcomes] == [True, False, False, False]
+    assert payments.tool_runs("pay") == ["2400 to acme"] and payments.tool_runs("notify") == ["bob"]
 
 
 def test_a_pause_with_no_identity_is_a_failed_continuation_naming_agent_and_agents(agents: Any) -> None:
@@ -208,3 +224,25 @@ def test_the_db_worker_continues_an_agent_group_once(database_backend: Any) -> N
     returned = sorted(values, key=lambda r: r["ran"])
     assert [r["ran"] for r in returned] == [False, True]
     assert tool_runs("book_flight") == 1
+
+
+def test_the_db_worker_continues_an_openai_agents_group_once(database_backend: Any) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    answer_all(paused_payments())  # each answer's hand-off enqueues continue_pause
+    worker = db_worker()
+    assert worker.returncode == 0, worker.stderr
+    returned: list[Any] = list(DBTaskResult.objects.values_list("return_value", flat=True))
+    assert sorted(r["ran"] for r in returned) == [False, True]
+    assert payments.tool_runs("pay") == ["2400 to acme"]
+
+
+def test_only_the_sdks_agent_counts_as_an_openai_agents_sdk_agent() -> None:
+    from turnstate_app.agents import framework_of
+
+    class Own:  # a project's own package may well be called "agents"
+        name = "own"
+
+    Own.__module__ = "agents.own"
+    assert framework_of(Own()) is None
+    assert framework_of(payments.payments_agent()) == "agents"

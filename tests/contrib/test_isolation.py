@@ -17,7 +17,7 @@ BLOCKER = textwrap.dedent(
 
     class Blocker:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("langgraph", "langchain_core", "pydantic_ai"):
+            if name.split(".")[0] in ("langgraph", "langchain_core", "pydantic_ai", "agents", "openai"):
                 raise ModuleNotFoundError(f"blocked: {name}")
             return None
 
@@ -35,7 +35,9 @@ BLOCKER = textwrap.dedent(
     import turnstate_app.tasks, turnstate_app.handoff  # the task imports a framework when a pause comes
     import turnstate_app.contrib.langgraph  # the package itself loads lazily
     import turnstate_app.contrib.pydantic_ai  # so does this one
-    assert not [m for m in sys.modules if m.split(".")[0] in ("langgraph", "langchain_core", "pydantic_ai")]
+    import turnstate_app.contrib.openai_agents  # and this one
+    frameworks = ("langgraph", "langchain_core", "pydantic_ai", "agents", "openai")
+    assert not [m for m in sys.modules if m.split(".")[0] in frameworks]
     print("core imported without LangGraph")
     """
 )

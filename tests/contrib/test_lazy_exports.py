@@ -1,4 +1,4 @@
-"""Both integrations' public names load on first use, from the module that defines them, once."""
+"""Every integration's public names load on first use, from the module that defines them, once."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from types import ModuleType
 
 import pytest
 
-PACKAGES = ["turnstate_app.contrib.langgraph", "turnstate_app.contrib.pydantic_ai"]
+PACKAGES = [
+    "turnstate_app.contrib.langgraph",
+    "turnstate_app.contrib.pydantic_ai",
+    "turnstate_app.contrib.openai_agents",
+]
 
 
 @pytest.fixture(params=PACKAGES)

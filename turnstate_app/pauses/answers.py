@@ -7,12 +7,16 @@ the conditional UPDATE, keeps such a pause pending so the person can answer agai
 
 The schema is checked once, at mint, against its own draft's meta-schema: a schema that
 cannot validate anything is the integrator's bug and is refused before anything is written.
+That walk costs milliseconds and an integration mints the same few schemas over and over, so a
+schema found usable is remembered by its canonical JSON (at most :data:`PROVED_MAX` of them) and
+not walked again; a refused one is walked, and refused, every time.
 The validator is the ``jsonschema`` library, with the draft the schema declares in
 ``$schema`` (the newest it knows when it declares none).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import unquote
 
@@ -26,6 +30,11 @@ MAX_MESSAGES = 50
 """At most this many violations are reported: enough to fix an answer, bounded for a hostile one."""
 
 
+PROVED_MAX = 256
+"""How many usable schemas are remembered; past it the memory starts over."""
+_proved: set[str] = set()
+
+
 def check_schema(schema: Any) -> dict[str, Any] | None:
     """``schema`` when it is a usable JSON Schema (None stays None); else ``CheckpointFieldError``."""
     if schema is None:
@@ -34,6 +43,23 @@ def check_schema(schema: Any) -> dict[str, Any] | None:
         raise CheckpointFieldError(
             "answer_schema", f"must be a JSON Schema object (a dict), not {type(schema).__name__}"
         )
+    try:
+        canonical: str | None = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        canonical = None  # not JSON: walked below, and refused there or when it is stored
+    if canonical is not None and canonical in _proved:
+        return schema
+    require_usable(schema)
+    if canonical is not None:
+        if len(_proved) >= PROVED_MAX:
+            _proved.clear()
+        _proved.add(canonical)
+    return schema
+
+
+def require_usable(schema: dict[str, Any]) -> None:
+    """``CheckpointFieldError`` unless ``schema`` is valid against its draft's meta-schema and every
+    reference in it can be followed."""
     try:
         validator_class = validator_for(schema)
         validator_class.check_schema(schema)
@@ -49,7 +75,6 @@ def check_schema(schema: Any) -> dict[str, Any] | None:
             raise CheckpointFieldError(
                 "answer_schema", f"has a $ref that cannot be followed: {ref!r} ({problem})"
             )
-    return schema
 
 
 VALUE_KEYWORDS = frozenset({"const", "enum", "default", "examples"})

@@ -9,8 +9,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from agents.models import AgentRun
-from agents.ports import TurnStateWriteFailsPort
+from demo_agents.models import AgentRun
+from demo_agents.ports import TurnStateWriteFailsPort
 from turnstate_app.pauses import MintedPause, mint_pause
 from turnstate_app.turnstate import TurnCheckpointStore
 

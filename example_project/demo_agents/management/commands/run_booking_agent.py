@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--owner", required=True, help="username of the traveller")
 
     def handle(self, *args: Any, owner: str, **options: Any) -> None:
-        from agents.booking import start_trip
+        from demo_agents.booking import start_trip
 
         run_id, pauses = start_trip(get_user_model().objects.get(username=owner))
         self.stdout.write(

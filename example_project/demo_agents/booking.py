@@ -29,7 +29,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests, RunContext
 
-from agents.models import AgentRun, Booking
+from demo_agents.models import AgentRun, Booking
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore, pause_deferred
 from turnstate_app.pauses import MintedPause
 

@@ -1,7 +1,7 @@
 """A LangGraph graph with no model and no network: the trip the LangGraph demo books.
 
 Two approvals asked in parallel (flights, hotel), then ``details``, which asks twice, then
-``book``. Each node that got past its question leaves a :class:`~agents.models.NodeRun`
+``book``. Each node that got past its question leaves a :class:`~demo_agents.models.NodeRun`
 row with the process that ran it, so the demo shows which process continued what, and
 that nothing ran twice.
 """
@@ -41,7 +41,7 @@ def ran(config: RunnableConfig, node: str) -> None:
     closes: one opened here is closed again (as the saver does with its own)."""
     from django.db import connection
 
-    from agents.models import NodeRun
+    from demo_agents.models import NodeRun
 
     opened_here = connection.connection is None and threading.current_thread() is not threading.main_thread()
     try:

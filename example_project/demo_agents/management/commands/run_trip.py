@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from agents.trip import trip_graph
+from demo_agents.trip import trip_graph
 from turnstate_app.contrib.langgraph import pause_interrupts
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from agents.models import NodeRun, Question
-from agents.trip import trip_graph
+from demo_agents.models import NodeRun, Question
+from demo_agents.trip import trip_graph
 from turnstate_app.contrib.langgraph.models import Checkpoint
 from turnstate_app.models import Pause
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from agents.models import AgentRun
+from demo_agents.models import AgentRun
 from turnstate_app.pauses import ResumedPause, resumed
 from turnstate_app.tasks_api import task
 

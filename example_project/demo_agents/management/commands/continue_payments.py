@@ -1,4 +1,4 @@
-"""Deliver a trip pause's answer to the continuation again, here and now (a redelivery)."""
+"""Deliver a payments pause's answer to the continuation again, here and now (a redelivery)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 
 class Command(BaseCommand):
-    help = "Continue the PydanticAI trip a pause belongs to (runs nothing when it was continued)."
+    help = (
+        "Continue the OpenAI Agents SDK payments run a pause belongs to (runs nothing when it was continued)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("jti", help="the pause whose answer to deliver again")
 
     def handle(self, *args: Any, jti: str, **options: Any) -> None:
-        from agents.models import AgentRun, Booking
-        from agents.runs import shown
+        from demo_agents.models import Payment
         from turnstate_app.models import Pause
         from turnstate_app.tasks import continue_pause
 
@@ -24,6 +25,6 @@ class Command(BaseCommand):
         if run_id is None:
             raise CommandError(f"no pause {jti!r}")
         outcome = continue_pause.call(jti)  # the task itself, here and now
-        outcome["bookings"] = Booking.objects.filter(run_id=run_id).count()
-        outcome["status"] = shown(AgentRun.objects.get(run_id=run_id))["status"]
+        outcome["payments"] = Payment.objects.filter(run_id=run_id, tool="pay").count()
+        outcome["notifications"] = Payment.objects.filter(run_id=run_id, tool="notify").count()
         self.stdout.write(json.dumps(outcome, default=str))

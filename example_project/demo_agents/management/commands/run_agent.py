@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from agents.scripted import ask_user_turn, interrupt_turn
+from demo_agents.scripted import ask_user_turn, interrupt_turn
 
 
 class Command(BaseCommand):

@@ -7,9 +7,9 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.models import AgentRun
-from agents.runs import shown
-from agents.trips import trip_state
+from demo_agents.models import AgentRun
+from demo_agents.runs import shown
+from demo_agents.trips import trip_state
 
 
 @api_view(["GET"])

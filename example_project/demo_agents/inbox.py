@@ -13,7 +13,7 @@ from turnstate_app.pauses import MintedPause
 
 
 def keep_token(sender: Any, minted: MintedPause, pause: Any, **_: Any) -> None:
-    from agents.models import Question
+    from demo_agents.models import Question
     from turnstate_app.models import CheckpointMetadata
 
     request = (

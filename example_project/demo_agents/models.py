@@ -54,3 +54,16 @@ class Booking(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}: {self.seats} to {self.destination}"
+
+
+class Payment(models.Model):
+    """One execution of a tool of the OpenAI Agents SDK demo: the demo counts them (once each)."""
+
+    run_id = models.CharField(max_length=255)
+    tool = models.CharField(max_length=64)
+    detail = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.run_id}: {self.tool} {self.detail}"

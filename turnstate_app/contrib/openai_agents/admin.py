@@ -1,0 +1,99 @@
+"""Read-only pages for operators: each paused run's latest state, and the sessions' items.
+
+A list page costs a fixed number of queries: the pending pauses of each run are counted
+by the database in the list's one query; the state's size is the database's ``LENGTH``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce, Length
+from django.http import HttpRequest
+
+from turnstate_app.choices import PauseStatus
+from turnstate_app.contrib.openai_agents.codec import decode_value
+from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
+from turnstate_app.models import Pause
+
+
+class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(StoredRunState)
+class StoredRunStateAdmin(ReadOnly):
+    list_display = (
+        "run_id",
+        "thread_id",
+        "agent",
+        "schema_version",
+        "state_size",
+        "pending_pauses",
+        "updated_at",
+    )
+    search_fields = ("run_id", "thread_id", "session_id", "agent")
+    list_filter = ("agent", "schema_version", "updated_at")
+    ordering = ("-updated_at",)
+    show_full_result_count = False
+    fields = (
+        "run_id",
+        "thread_id",
+        "session_id",
+        "agent",
+        "revision",
+        "schema_version",
+        "created_at",
+        "updated_at",
+        "run_state",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[StoredRunState]:
+        pending = (
+            Pause.objects.filter(run_id=OuterRef("run_id"), status=PauseStatus.PENDING)
+            .order_by()
+            .values("run_id")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        rows: QuerySet[StoredRunState] = super().get_queryset(request)
+        return rows.annotate(
+            pending_pauses=Coalesce(Subquery(pending, output_field=IntegerField()), 0), size=Length("state")
+        )
+
+    @admin.display(description="pending pauses", ordering="pending_pauses")
+    def pending_pauses(self, obj: StoredRunState) -> int:
+        return int(obj.pending_pauses)  # type: ignore[attr-defined]
+
+    @admin.display(description="state size (characters)", ordering="size")
+    def state_size(self, obj: StoredRunState) -> int:
+        return int(obj.size)  # type: ignore[attr-defined]
+
+    @admin.display(description="state")
+    def run_state(self, obj: StoredRunState) -> str:
+        return decode_value(obj.state)
+
+
+@admin.register(StoredSessionItem)
+class StoredSessionItemAdmin(ReadOnly):
+    list_display = ("session_id", "id", "created_at")
+    search_fields = ("session_id",)
+    list_filter = ("created_at",)
+    ordering = ("session_id", "-id")
+    show_full_result_count = False
+    fields = ("session_id", "created_at", "session_item")
+    readonly_fields = fields
+
+    @admin.display(description="item")
+    def session_item(self, obj: StoredSessionItem) -> str:
+        return decode_value(obj.item)

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class OpenAIAgentsConfig(AppConfig):
+    name = "turnstate_app.contrib.openai_agents"
+    label = "turnstate_openai_agents"
+    verbose_name = "OpenAI Agents SDK runs and sessions"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from turnstate_app.contrib.openai_agents.retention import connect_retention
+
+        # The core's erasure and purge announce the threads they cleared; states and sessions follow.
+        connect_retention()

@@ -1,0 +1,134 @@
+"""``DjangoSession``: the OpenAI Agents SDK's ``Session`` on Django's database.
+
+Every call gives what the SDK's ``SQLiteSession`` gives for the same sequence (the tests
+compare them call by call): items in the order added, ``get_items(limit)`` the latest N in
+order (``session_settings.limit`` when no limit is given; 0 none, a negative limit all),
+``pop_item`` the newest. ``pop_item`` is atomic across processes without a lock: it reads the
+newest row and deletes it by primary key; only the caller whose ``DELETE`` removed the row
+returns it, the others move on to an older one, so each item is popped once.
+
+The SDK awaits each call; each is one hop onto Django's thread-sensitive executor. Sync code
+calls the ``*_sync`` forms, on its own connection and inside its own transaction. A row that
+does not read back is refused (``UnreadableSessionItemError``) and kept, never skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.memory.session import SessionABC
+from agents.memory.session_settings import SessionSettings, resolve_session_limit
+from asgiref.sync import sync_to_async
+from django.db import connections, router, transaction
+from django.utils import timezone
+
+from turnstate_app.contrib._text import refuse_lone_surrogate
+from turnstate_app.contrib.openai_agents import statements
+from turnstate_app.contrib.openai_agents.codec import decode_item, encode_item
+from turnstate_app.contrib.openai_agents.models import ID_MAX_LENGTH, StoredSessionItem
+from turnstate_app.errors import CheckpointFieldError
+
+
+def check_id(field: str, value: Any) -> str:
+    """A non-empty str within the id length, without NUL or a lone surrogate."""
+    if not isinstance(value, str) or not value:
+        raise CheckpointFieldError(field, "must be a non-empty str")
+    if len(value) > ID_MAX_LENGTH:
+        raise CheckpointFieldError(field, f"is {len(value)} characters long; the limit is {ID_MAX_LENGTH}")
+    if "\x00" in value:
+        raise CheckpointFieldError(field, "must not contain NUL characters")
+    refuse_lone_surrogate(field, value)
+    return value
+
+
+class DjangoSession(SessionABC):
+    """A conversation's items in one table (app ``turnstate_app.contrib.openai_agents``)."""
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        using: str | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        self.session_id = check_id("session_id", session_id)
+        self.using = using
+        self.session_settings = session_settings if session_settings is not None else SessionSettings()
+
+    @property
+    def alias(self) -> str:
+        """The primary unless ``using`` names a database: a lagging replica would pop an item twice."""
+        return self.using or router.db_for_write(StoredSessionItem)
+
+    def _rows(self) -> Any:
+        return StoredSessionItem.objects.using(self.alias).filter(session_id=self.session_id)
+
+    # -- sync code ------------------------------------------------------------------------
+
+    def get_items_sync(self, limit: int | None = None) -> list[Any]:
+        """:meth:`get_items` for sync code: one ``SELECT``."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit == 0:
+            return []
+        alias = self.alias
+        latest = limit is not None and limit > 0
+        params: list[Any] = [self.session_id, limit] if latest else [self.session_id]
+        with connections[alias].cursor() as cursor:
+            cursor.execute(statements.select_items(alias, latest=latest), params)
+            stored = [row[0] for row in cursor.fetchall()]
+        if latest:
+            stored.reverse()
+        return [decode_item(value, session_id=self.session_id) for value in stored]
+
+    def add_items_sync(self, items: list[Any]) -> None:
+        """:meth:`add_items` for sync code: one multi-row ``INSERT`` (per 500 items), in one transaction."""
+        if not items:
+            return
+        alias = self.alias
+        connection = connections[alias]
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        values = [
+            v for item in items for v in (self.session_id, encode_item(item), now)
+        ]  # all, before a write
+        step = statements.ITEMS_PER_INSERT
+        with transaction.atomic(using=alias), connection.cursor() as cursor:
+            for start in range(0, len(items), step):
+                part = values[3 * start : 3 * (start + step)]
+                cursor.execute(statements.insert_items(alias, len(part) // 3), part)
+
+    def pop_item_sync(self) -> Any:
+        """:meth:`pop_item` for sync code."""
+        rows = self._rows()
+        older = rows
+        while True:
+            newest = older.order_by("-pk").values_list("pk", "item").first()
+            if newest is None:
+                return None
+            pk, stored = newest
+            item = decode_item(stored, session_id=self.session_id)  # unreadable: kept, refused
+            if rows.filter(pk=pk).delete()[0] == 1:
+                return item
+            # Another caller popped it: the next older row, never this one again (a repeatable-read
+            # snapshot inside the caller's transaction would keep showing it).
+            older = rows.filter(pk__lt=pk)
+
+    def clear_session_sync(self) -> None:
+        """:meth:`clear_session` for sync code."""
+        self._rows().delete()
+
+    # -- the SDK's Session ----------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        items: list[Any] = await sync_to_async(self.get_items_sync, thread_sensitive=True)(limit)
+        return items
+
+    async def add_items(self, items: list[Any]) -> None:
+        await sync_to_async(self.add_items_sync, thread_sensitive=True)(items)
+
+    async def pop_item(self) -> Any:
+        return await sync_to_async(self.pop_item_sync, thread_sensitive=True)()
+
+    async def clear_session(self) -> None:
+        await sync_to_async(self.clear_session_sync, thread_sensitive=True)()

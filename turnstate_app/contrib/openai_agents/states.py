@@ -1,0 +1,115 @@
+"""Each paused run's latest state: one row, replaced only at the revision it was read at.
+
+The SDK takes partial answers, and a run continued with some of its approvals stops again
+with a *new* state, so the row is the run's latest state, not a snapshot per pause. Every
+write names the revision it replaces (compare-and-set, one conditional ``UPDATE``): a
+writer that read an older state writes nothing and is told so (``StaleRunStateError``).
+The text goes through :mod:`~turnstate_app.contrib.openai_agents.codec`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db import IntegrityError, router, transaction
+
+from turnstate_app.contrib.openai_agents.codec import decode_value, encode_value
+from turnstate_app.contrib.openai_agents.errors import StaleRunStateError
+from turnstate_app.contrib.openai_agents.models import StoredRunState
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """A run's state as read: its revision, and the text ``RunState.from_string`` takes."""
+
+    run_id: str
+    thread_id: str
+    session_id: str | None
+    agent: str
+    revision: str
+    schema_version: str
+    text: str
+
+
+def _alias(using: str | None) -> str:
+    # The primary: a revision read from a lagging replica would refuse every write.
+    return using or router.db_for_write(StoredRunState)
+
+
+def new_revision() -> str:
+    return uuid.uuid4().hex
+
+
+def insert_state(
+    *,
+    run_id: str,
+    thread_id: str,
+    session_id: str | None,
+    agent: str,
+    schema_version: str,
+    text: str,
+    using: str | None = None,
+) -> str:
+    """Store a run's first state; its revision. ``ValueError`` when the run has one already."""
+    revision = new_revision()
+    alias = _alias(using)
+    row = StoredRunState(
+        run_id=run_id,
+        thread_id=thread_id,
+        session_id=session_id,
+        agent=agent,
+        revision=revision,
+        schema_version=schema_version,
+        state=encode_value(text),
+    )
+    try:
+        with transaction.atomic(
+            using=alias
+        ):  # a savepoint: a taken run id leaves the caller's transaction usable
+            row.save(using=alias, force_insert=True)
+    except IntegrityError:
+        raise ValueError(
+            f"run {run_id!r} has a stored state already; each paused run needs its own run_id "
+            "(its later stops are paused by continue_run)"
+        ) from None
+    return revision
+
+
+def read_state(run_id: str, *, using: str | None = None) -> StoredState | None:
+    """The run's latest state, or None when none is stored."""
+    row = (
+        StoredRunState.objects.using(_alias(using))
+        .filter(run_id=run_id)
+        .values_list("thread_id", "session_id", "agent", "revision", "schema_version", "state")
+        .first()
+    )
+    if row is None:
+        return None
+    thread_id, session_id, agent, revision, schema_version, state = row
+    return StoredState(run_id, thread_id, session_id, agent, revision, schema_version, decode_value(state))
+
+
+def replace_state(
+    run_id: str,
+    text: str,
+    *,
+    expected_revision: str,
+    schema_version: str | None = None,
+    using: str | None = None,
+) -> str:
+    """Replace the run's state if it is still at ``expected_revision``; the new revision.
+
+    ``StaleRunStateError`` (nothing written) when the row is at another revision, or gone.
+    """
+    revision = new_revision()
+    fields = {"state": encode_value(text), "revision": revision}
+    if schema_version is not None:
+        fields["schema_version"] = schema_version
+    rows = StoredRunState.objects.using(_alias(using)).filter(run_id=run_id, revision=expected_revision)
+    if rows.update(**fields) != 1:
+        raise StaleRunStateError(
+            f"the state of run {run_id!r} is no longer at revision {expected_revision!r} "
+            "(written again, or erased, since it was read); nothing was written"
+        )
+    return revision
