@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import math
 from typing import Any
@@ -61,6 +62,7 @@ def check_settings(**_: Any) -> list[CheckMessage]:
     messages += _check_handoff_timeout(raw)
     messages += _check_stalled_after(raw)
     messages += _check_agents(raw)
+    messages += _check_encryption(raw)
     return messages
 
 
@@ -243,6 +245,58 @@ def _check_agents(raw: dict[str, Any]) -> list[CheckMessage]:
                     id="turnstate.E018",
                 )
             )
+    return messages
+
+
+def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
+    """E019: a key that is not a Fernet key. E020: keys without ``cryptography``. E021: a key ring
+    that does not import. Never a table scan: rows still clear are ``turnstate_rotate_keys --dry-run``'s."""
+    from turnstate_app.encryption import GENERATE_KEY, key_problem
+
+    keys = raw.get("ENCRYPTION_KEYS", [])
+    ring = raw.get("ENCRYPTION_KEY_RING")
+    messages: list[CheckMessage] = []
+    if not isinstance(keys, list | tuple):
+        problems = [f"must be a list of keys, not {type(keys).__name__}"]
+    else:
+        problems = [
+            f"key #{n} {problem}" for n, key in enumerate(keys) for problem in [key_problem(key)] if problem
+        ]
+    if problems:
+        messages.append(
+            Error(
+                f"TURNSTATE['ENCRYPTION_KEYS']: {'; '.join(problems)}.",
+                hint="Each key is a Fernet key (32 url-safe base64-encoded bytes); make one with: "
+                + GENERATE_KEY,
+                id="turnstate.E019",
+            )
+        )
+    if ring is not None:
+        try:
+            target = import_string(ring) if isinstance(ring, str) else None
+        except ImportError as exc:
+            target, detail = None, str(exc)
+        else:
+            detail = "not a dotted path" if target is None else "not callable"
+        if target is None or not callable(target):
+            messages.append(
+                Error(
+                    f"TURNSTATE['ENCRYPTION_KEY_RING'] = {ring!r} is unusable ({detail}).",
+                    hint="Give the dotted path of a callable(thread_id) -> list[str] of Fernet keys "
+                    "(the first encrypts, every one decrypts), or None to use ENCRYPTION_KEYS.",
+                    id="turnstate.E021",
+                )
+            )
+    if (keys or ring is not None) and importlib.util.find_spec("cryptography") is None:
+        messages.append(
+            Error(
+                "TURNSTATE sets encryption keys, but the 'cryptography' package is not installed: "
+                "no value could be written or read.",
+                hint="pip install 'turnstate-app[encryption]', or remove ENCRYPTION_KEYS and "
+                "ENCRYPTION_KEY_RING.",
+                id="turnstate.E020",
+            )
+        )
     return messages
 
 

@@ -1,0 +1,36 @@
+"""Keys, a key ring and a mint for the encryption tests (importable by spawned processes too)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from cryptography.fernet import Fernet
+
+KEY_A = Fernet.generate_key().decode()
+KEY_B = Fernet.generate_key().decode()
+SECRET = "s3cr3t-passport-X9Q7"
+"""What a person told the agent; no encrypted column may hold it."""
+
+RING: dict[str, list[str]] = {}
+"""Per-thread keys for ``TURNSTATE["ENCRYPTION_KEY_RING"] = "tests.encryption_support.ring"``."""
+
+
+def ring(thread_id: str) -> list[str]:
+    return RING.get(thread_id.split("/")[0], [])
+
+
+def mint_secret(thread_id: str | None = None, *, secret: str = SECRET) -> Any:
+    from turnstate_app.pauses import mint_pause
+
+    return mint_pause(
+        run_id="run",
+        session_id="session",
+        thread_id=thread_id or f"t-{uuid.uuid4().hex[:8]}",
+        checkpoint_id="cp",
+        scope_hash="scope",
+        tool_call_id=f"call-{uuid.uuid4().hex[:8]}",
+        request={"question": f"Is {secret} your passport?"},
+        prompt=f"My passport is {secret}",
+        messages=[{"role": "user", "content": secret}],
+    )
