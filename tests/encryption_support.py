@@ -34,3 +34,35 @@ def mint_secret(thread_id: str | None = None, *, secret: str = SECRET) -> Any:
         prompt=f"My passport is {secret}",
         messages=[{"role": "user", "content": secret}],
     )
+
+
+def churn(
+    settings_dict: dict[str, Any], keys: list[str], worker: int, tokens: list[str], rounds: int
+) -> dict[str, Any]:
+    """In a child process on ``keys``: answer ``tokens``, mint, and overwrite one sealed row, interleaved.
+
+    Returns what it wrote: the threads it minted on, and the last value of its row.
+    """
+    import json
+
+    from django.conf import settings
+
+    from tests.processes import boot_django
+
+    boot_django(settings_dict)
+    settings.TURNSTATE = {"ENCRYPTION_KEYS": keys}
+    from turnstate_app.pauses import resume_pause
+    from turnstate_app.ports import ModelCheckpointCommandPort
+
+    port = ModelCheckpointCommandPort()
+    minted, value = [], ""
+    for n in range(rounds):
+        value = json.dumps({"worker": worker, "round": n, "note": SECRET})
+        port.write_metadata_sync(
+            thread_id=f"row-{worker}", checkpoint_id="cp", key="answer:churn", value=value, task_id=None
+        )
+        if n < len(tokens):
+            resume_pause(tokens[n], {"worker": worker})
+        if n % 4 == 0:
+            minted.append(mint_secret(f"w{worker}-{n}").claims.thread_id)
+    return {"minted": minted, "last": value}

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import io
+import multiprocessing
+import threading
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, connections
 from django.urls import reverse
 
-from tests.encryption_support import KEY_A, KEY_B, RING, SECRET, mint_secret
+from tests.encryption_support import KEY_A, KEY_B, RING, SECRET, churn, mint_secret
 from turnstate_app.checks import check_settings
 from turnstate_app.errors import PayloadBindingError
-from turnstate_app.models import CheckpointMetadata, Pause, RowKind
+from turnstate_app.models import CheckpointMetadata, Pause, RowKind, claims_of
 from turnstate_app.pauses import resume_pause
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
 
@@ -176,3 +179,71 @@ def test_rotation_without_keys_says_there_is_nothing_to_rotate_to() -> None:
 
     with pytest.raises(CommandError, match="No encryption keys"):
         rotate()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rotation_under_concurrent_mints_and_answers_in_other_processes_loses_nothing(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    waiting = [mint_secret() for _ in range(8)]
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B, KEY_A]  # this process rotates to KEY_B
+    settings_dict = dict(connection.settings_dict)
+    # A rolling deploy: one writer still encrypts with the old key (reading the new), one with the new.
+    configs = [[KEY_A, KEY_B], [KEY_B, KEY_A]]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        work = [
+            pool.submit(churn, settings_dict, configs[w], w, [m.token for m in waiting[w::2]], 16)
+            for w in range(2)
+        ]
+        runs = 0
+        while not all(f.done() for f in work) or runs == 0:
+            rotate("--batch-size", "3")
+            runs += 1
+        results = [f.result() for f in work]
+    rotate()  # what was written on the old key meanwhile
+    assert "0 on an old key" in rotate("--dry-run") and "0 unreadable" in rotate("--dry-run")
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B]  # nothing may still need KEY_A
+    port = ModelCheckpointCommandPort()
+    for worker, result in enumerate(results):
+        assert (
+            port.read_metadata_sync(thread_id=f"row-{worker}", checkpoint_id="cp", key="answer:churn")
+            == (result["last"])
+        )
+        for thread in result["minted"]:
+            pause = Pause.objects.get(thread_id=thread)
+            assert get_default_store().load_sync(claims_of(pause)).prompt == f"My passport is {SECRET}"
+    for number, minted in enumerate(waiting):
+        answer = get_default_store().read_answer_sync(minted.claims)
+        assert answer == f'{{"worker":{number % 2}}}'
+        assert get_default_store().load_sync(minted.claims).prompt == f"My passport is {SECRET}"
+    assert not [key for key, value, _ in raw_values() if SECRET in value]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_written_between_the_rotations_read_and_its_update_keeps_what_its_writer_wrote(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    """The writer runs on its own connection at the very moment the rotation's UPDATE is sent."""
+    port = ModelCheckpointCommandPort()
+    place = {"thread_id": "t", "checkpoint_id": "c", "key": "answer:j"}
+    port.write_metadata_sync(**place, value='"clear, before keys"', task_id=None)
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+
+    def write_elsewhere(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if sql.startswith("UPDATE") and CheckpointMetadata._meta.db_table in sql:
+            writer = threading.Thread(
+                target=lambda: (
+                    port.write_metadata_sync(**place, value='"written meanwhile"', task_id=None),
+                    connections.close_all(),
+                )
+            )
+            writer.start()
+            writer.join()
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(write_elsewhere):
+        out = rotate()
+    assert "0 row(s) re-encrypted" in out and "1 written meanwhile" in out
+    assert port.read_metadata_sync(**place) == '"written meanwhile"'  # not lost, not encrypted twice
+    assert "1 on the current key" in rotate("--dry-run")
