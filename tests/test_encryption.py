@@ -16,7 +16,8 @@ from django.urls import reverse
 from tests.encryption_support import KEY_A, KEY_B, RING, SECRET, churn, mint_secret
 from turnstate_app.checks import check_settings
 from turnstate_app.errors import PayloadBindingError
-from turnstate_app.models import CheckpointMetadata, Pause, RowKind, claims_of
+from turnstate_app.managers import claims_of
+from turnstate_app.models import CheckpointMetadata, Pause, RowKind
 from turnstate_app.pauses import resume_pause
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
 
@@ -230,14 +231,13 @@ def test_a_row_written_between_the_rotations_read_and_its_update_keeps_what_its_
     port.write_metadata_sync(**place, value='"clear, before keys"', task_id=None)
     turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
 
+    def write() -> None:
+        port.write_metadata_sync(**place, value='"written meanwhile"', task_id=None)
+        connections.close_all()
+
     def write_elsewhere(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         if sql.startswith("UPDATE") and CheckpointMetadata._meta.db_table in sql:
-            writer = threading.Thread(
-                target=lambda: (
-                    port.write_metadata_sync(**place, value='"written meanwhile"', task_id=None),
-                    connections.close_all(),
-                )
-            )
+            writer = threading.Thread(target=write)
             writer.start()
             writer.join()
         return execute(sql, params, many, context)
