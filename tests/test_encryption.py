@@ -231,19 +231,29 @@ def test_a_row_written_between_the_rotations_read_and_its_update_keeps_what_its_
     port.write_metadata_sync(**place, value='"clear, before keys"', task_id=None)
     turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
 
+    failures: list[BaseException] = []
+
     def write() -> None:
-        port.write_metadata_sync(**place, value='"written meanwhile"', task_id=None)
-        connections.close_all()
+        try:
+            port.write_metadata_sync(**place, value='"written meanwhile"', task_id=None)
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            failures.append(exc)
+        finally:
+            connections.close_all()
 
     def write_elsewhere(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if sql.startswith("UPDATE") and CheckpointMetadata._meta.db_table in sql:
+        result = execute(sql, params, many, context)
+        table = CheckpointMetadata._meta.db_table
+        if sql.startswith("SELECT") and table in sql and "encryption_key_id" in sql and not failures:
+            # The rotation's batch has just read the row: another connection writes it now.
             writer = threading.Thread(target=write)
             writer.start()
             writer.join()
-        return execute(sql, params, many, context)
+        return result
 
     with connection.execute_wrapper(write_elsewhere):
         out = rotate()
+    assert not failures
     assert "0 row(s) re-encrypted" in out and "1 written meanwhile" in out
     assert port.read_metadata_sync(**place) == '"written meanwhile"'  # not lost, not encrypted twice
     assert "1 on the current key" in rotate("--dry-run")

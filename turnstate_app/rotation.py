@@ -1,10 +1,11 @@
 """Re-encrypting stored values under each thread's current key, in bounded batches, while the app runs.
 
-A table is walked by primary key in keyset batches. A batch reads ids, threads and key ids
-only; it then reads the values of the rows not on their thread's current key (clear rows
-included), and writes them back re-encrypted in one ``UPDATE`` whose condition is each row's
-old key id *and* old value: a row written meanwhile (by a process still on the old keys, or
-the new ones) no longer matches, keeps what that writer wrote, and is left for the next run.
+A table is walked by primary key in keyset batches. A batch reads ids, threads, key ids and
+values (with one key list for every thread, only the rows not on its first key; clear rows
+included), and writes them back re-encrypted, one ``UPDATE`` per row sent together in one
+transaction, each conditioned on the row's old key id *and* old value: a row written
+meanwhile (by a process still on the old keys, or the new ones) no longer matches, keeps what
+that writer wrote, and is left for the next run.
 Nothing is lost and nothing is encrypted twice. The state lives in the rows themselves, so a
 killed run resumes by being run again.
 
@@ -14,14 +15,12 @@ touched.
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import router
-from django.db.models import Case, Field, Q, Value, When
+from django.db import connections, router, transaction
+from django.db.models import Field, Q
 
 from turnstate_app.conf import conf
 from turnstate_app.encryption import KeySet, keys_for, seal, seal_text, unseal, unseal_text
@@ -61,9 +60,10 @@ def _keys(cache: dict[str, KeySet | None], thread: str) -> KeySet | None:
 
 
 def _batches(
-    table: SealedTable, batch_size: int, *, stale_only: bool
-) -> Iterator[list[tuple[Any, str, Any]]]:
-    """(pk, thread, key id) of the table's sealed, non-null values, ``batch_size`` at a time, by pk.
+    table: SealedTable, batch_size: int, *, stale_only: bool, values: bool
+) -> Iterator[list[tuple[Any, ...]]]:
+    """(pk, thread, key id[, value]) of the table's sealed, non-null values, ``batch_size`` at a time,
+    by pk; one query each.
 
     ``stale_only`` (one key list for every thread): only rows not on the first key, found by SQL.
     """
@@ -79,7 +79,8 @@ def _batches(
     after = None
     while True:
         page = rows if after is None else rows.filter(pk__gt=after)
-        batch = list(page.order_by("pk").values_list("pk", table.thread, table.key_id)[:batch_size])
+        columns = ("pk", table.thread, table.key_id, *([table.value] if values else []))
+        batch = list(page.order_by("pk").values_list(*columns)[:batch_size])
         if not batch:
             return
         yield batch
@@ -90,7 +91,7 @@ def survey(table: SealedTable, *, batch_size: int = DEFAULT_BATCH_SIZE) -> Table
     """Count the table's rows: clear, on an old key, on the current key, unreadable (key gone)."""
     counts = TableCounts(table.label)
     cache: dict[str, KeySet | None] = {}
-    for batch in _batches(table, batch_size, stale_only=False):
+    for batch in _batches(table, batch_size, stale_only=False, values=False):
         counts.batches += 1
         for pk, thread, key_id in batch:
             keys = _keys(cache, thread)
@@ -115,17 +116,17 @@ def rotate(
     counts = TableCounts(table.label)
     cache: dict[str, KeySet | None] = {}
     stale_only = conf.ENCRYPTION_KEY_RING is None
-    for batch in _batches(table, batch_size, stale_only=stale_only):
+    for batch in _batches(table, batch_size, stale_only=stale_only, values=True):
         counts.batches += 1
-        due: dict[Any, str] = {}
-        for pk, thread, key_id in batch:
+        due = []
+        for pk, thread, key_id, stored in batch:
             keys = _keys(cache, thread)
             if keys is None or key_id == keys.primary_id:
                 continue  # clear by design (no keys for this thread), or current
             if key_id is not None and key_id not in keys.by_id:
                 counts.note_unreadable(pk, thread)
                 continue
-            due[pk] = thread
+            due.append((pk, thread, key_id, stored))
         if due:
             _rotate_rows(table, due, counts)
         if progress is not None:
@@ -133,16 +134,14 @@ def rotate(
     return counts
 
 
-def _rotate_rows(table: SealedTable, due: dict[Any, str], counts: TableCounts) -> None:
-    """Re-encrypt these rows (pk -> thread) in one ``UPDATE``, each only if unchanged since read."""
-    manager = table.model._default_manager.using(router.db_for_write(table.model))
-    found = manager.filter(pk__in=list(due)).values_list("pk", table.value, table.key_id)
-    matches, values, key_ids = [], [], []
-    output = _field(table, table.value)
-    for pk, stored, key_id in found:
-        thread = due[pk]
-        if stored is None:
-            continue
+def _rotate_rows(table: SealedTable, due: list[tuple[Any, ...]], counts: TableCounts) -> None:
+    """Re-encrypt these rows (pk, thread, key id, value as read): one ``UPDATE`` per row, sent
+    together, each applied only while the row still holds the key id and value read; one
+    transaction per batch."""
+    alias = router.db_for_write(table.model)
+    was_clear: list[tuple[Any, ...]] = []
+    was_sealed: list[tuple[Any, ...]] = []
+    for pk, thread, key_id, stored in due:
         new: bytes | str
         try:
             if table.binary:
@@ -153,20 +152,37 @@ def _rotate_rows(table: SealedTable, due: dict[Any, str], counts: TableCounts) -
         except UnreadableValueError:
             counts.note_unreadable(pk, thread)
             continue
-        old_key = Q(**{f"{table.key_id}__isnull": True}) if key_id is None else Q(**{table.key_id: key_id})
-        matches.append(Q(pk=pk) & old_key & Q(**{table.value: stored}))
-        values.append(When(pk=pk, then=Value(new, output_field=output)))
-        key_ids.append(When(pk=pk, then=Value(new_id)))
-    if not matches:
+        if key_id is None:
+            was_clear.append((new, new_id, pk, stored))
+        else:
+            was_sealed.append((new, new_id, pk, key_id, stored))
+    if not was_clear and not was_sealed:
         return
-    updated = manager.filter(functools.reduce(operator.or_, matches)).update(
-        **{
-            table.value: Case(*values, output_field=output),
-            table.key_id: Case(*key_ids, output_field=_field(table, table.key_id)),
-        }
-    )
+    clear_sql, sealed_sql = _updates(table, alias)
+    updated = 0
+    with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+        for sql, rows in ((clear_sql, was_clear), (sealed_sql, was_sealed)):
+            if rows:
+                cursor.executemany(sql, rows)
+                updated += cursor.rowcount
     counts.rotated += updated
-    counts.written_meanwhile += len(matches) - updated
+    counts.written_meanwhile += len(was_clear) + len(was_sealed) - updated
+
+
+def _updates(table: SealedTable, alias: str) -> tuple[str, str]:
+    """The compare-and-set ``UPDATE`` of one row, for a row read clear and for one read sealed."""
+    quote = connections[alias].ops.quote_name
+    meta = table.model._meta
+    name = quote(meta.db_table)
+    assert meta.pk is not None
+    value, key_id, pk = (
+        quote(str(_field(table, n).column)) for n in (table.value, table.key_id, meta.pk.name)
+    )
+    head = f"UPDATE {name} SET {value} = %s, {key_id} = %s WHERE {pk} = %s AND "
+    return (
+        f"{head}{key_id} IS NULL AND {value} = %s",
+        f"{head}{key_id} = %s AND {value} = %s",
+    )
 
 
 def _field(table: SealedTable, name: str) -> Field[Any, Any]:
