@@ -46,6 +46,7 @@ from bench.common import (  # noqa: E402 - needs the repository root on sys.path
 )
 
 VALUE_BYTES = 2048
+SAMPLE = 10_000
 
 
 def rss_bytes() -> int:
@@ -87,9 +88,8 @@ def lifecycle(rounds: int, count: int, key: str) -> dict[str, Any]:
             messages=messages,
         )
 
-    times: dict[str, dict[str, list[float]]] = {"clear": {"mint": [], "resume": []}, "encrypted": {}}
-    times["encrypted"] = {"mint": [], "resume": []}
-    for round_no in range(rounds):
+    times: dict[str, dict[str, list[float]]] = {m: {"mint": [], "resume": []} for m in ("clear", "encrypted")}
+    for round_no in range(-1, rounds):  # round -1 warms up, and is not counted
         for mode in ("clear", "encrypted") if round_no % 2 == 0 else ("encrypted", "clear"):
             keys_on([key] if mode == "encrypted" else [])
             minted: list[Any] = []
@@ -100,8 +100,10 @@ def lifecycle(rounds: int, count: int, key: str) -> dict[str, Any]:
             def ask(i: int, minted: list[Any] = minted) -> None:
                 minted.append(mint(i))
 
-            times[mode]["mint"].append(per_call(ask, count))
-            times[mode]["resume"].append(per_call(answer, count))
+            minting, answering = per_call(ask, count), per_call(answer, count)
+            if round_no >= 0:
+                times[mode]["mint"].append(minting)
+                times[mode]["resume"].append(answering)
     return {
         op: {
             "clear_us": median(times["clear"][op]),
@@ -121,7 +123,7 @@ def saver(rounds: int, count: int, key: str) -> dict[str, Any]:
     times: dict[str, dict[str, list[float]]] = {
         m: {"put": [], "get_tuple": []} for m in ("clear", "encrypted")
     }
-    for round_no in range(rounds):
+    for round_no in range(-1, rounds):  # round -1 warms up, and is not counted
         for mode in ("clear", "encrypted") if round_no % 2 == 0 else ("encrypted", "clear"):
             keys_on([key] if mode == "encrypted" else [])
             thread = f"bench-{uuid.uuid4().hex}"
@@ -134,12 +136,13 @@ def saver(rounds: int, count: int, key: str) -> dict[str, Any]:
                 config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
                 configs.append(store.put(config, checkpoint, {"step": i}, {"messages": f"{i + 1:032}.0"}))
 
-            times[mode]["put"].append(per_call(put, count))
-
             def get(i: int, configs: list[Any] = configs) -> object:
                 return store.get_tuple(configs[i])
 
-            times[mode]["get_tuple"].append(per_call(get, count))
+            putting, getting = per_call(put, count), per_call(get, count)
+            if round_no >= 0:
+                times[mode]["put"].append(putting)
+                times[mode]["get_tuple"].append(getting)
     return {
         op: {
             "clear_us": median(times["clear"][op]),
@@ -151,7 +154,8 @@ def saver(rounds: int, count: int, key: str) -> dict[str, Any]:
 
 
 def fill(rows: int, key: str) -> list[str]:
-    """``rows`` answer rows of 2 KB, encrypted with ``key``, written in batches; their tokens."""
+    """``rows`` answer rows of 2 KB, encrypted with ``key``, written in batches; the first
+    ``SAMPLE`` tokens (for the bare loop: holding them all would weigh on the RSS measured)."""
     from turnstate_app.encryption import seal_text
     from turnstate_app.models import CheckpointMetadata
 
@@ -162,7 +166,8 @@ def fill(rows: int, key: str) -> list[str]:
         batch = []
         for i in range(start, min(rows, start + 1000)):
             value, key_id = seal_text(f'"{i:08d}' + "v" * (VALUE_BYTES - 10) + '"', thread_id="bench")
-            tokens.append(value)
+            if len(tokens) < SAMPLE:
+                tokens.append(value)
             batch.append(
                 CheckpointMetadata(
                     thread_id="bench",
@@ -188,7 +193,7 @@ def rotation(rows: int, batch_size: int, old: str, new: str) -> dict[str, Any]:
     started = time.perf_counter()
     for token in tokens:
         multi.rotate(token.encode("ascii"))
-    bare = rows / (time.perf_counter() - started)
+    bare = len(tokens) / (time.perf_counter() - started)
     del tokens
     keys_on([new, old])
     table = SealedTable(CheckpointMetadata, "value")
