@@ -352,6 +352,7 @@ def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
         return []
     from django.db import connections, router
 
+    from turnstate_app.encryption import encryption_configured, largest_sealable, sealed_length
     from turnstate_app.models import CheckpointMetadata
     from turnstate_app.ports.packets import largest_fitting_value, packet_limit, required_packet
 
@@ -359,9 +360,12 @@ def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
     if alias not in databases or connections[alias].vendor != "mysql":
         return []
     limit = packet_limit(connections[alias])
-    needed = required_packet(conf.MAX_VALUE_BYTES)
+    encrypted = encryption_configured()  # a value then travels as its (longer) token
+    needed = required_packet(sealed_length(conf.MAX_VALUE_BYTES) if encrypted else conf.MAX_VALUE_BYTES)
     if needed <= limit:
         return []
+    fitting = largest_fitting_value(limit)
+    fitting = largest_sealable(fitting) if encrypted else fitting
     return [
         Error(
             f"TURNSTATE['MAX_VALUE_BYTES'] = {conf.MAX_VALUE_BYTES} does not fit database {alias!r}: "
@@ -369,7 +373,7 @@ def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
             f"max_allowed_packet is {limit}.",
             hint=f"Set max_allowed_packet={needed} or more on the server (the [mysqld] section of its "
             f"configuration, or SET GLOBAL max_allowed_packet={needed}), or lower "
-            f"TURNSTATE['MAX_VALUE_BYTES'] to {largest_fitting_value(limit)} or less; until then such "
+            f"TURNSTATE['MAX_VALUE_BYTES'] to {fitting} or less; until then such "
             "values are refused with a field error.",
             id="turnstate.E015",
         )

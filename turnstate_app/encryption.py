@@ -45,9 +45,12 @@ __all__ = [
     "current_key_id",
     "key_id_of",
     "key_problem",
+    "encryption_configured",
     "keys_for",
+    "largest_sealable",
     "seal",
     "seal_text",
+    "sealed_length",
     "unseal",
     "unseal_text",
 ]
@@ -69,6 +72,26 @@ def key_problem(key: Any) -> str | None:
     if len(raw) != 32:
         return f"decodes to {len(raw)} bytes, not 32"
     return None
+
+
+_FERNET_OVERHEAD = 1 + 8 + 16 + 32  # version, timestamp, IV, HMAC; then the padded AES-CBC ciphertext
+
+
+def sealed_length(plaintext_bytes: int) -> int:
+    """The length of the token that ``plaintext_bytes`` bytes make (what a column then holds)."""
+    raw = _FERNET_OVERHEAD + 16 * (plaintext_bytes // 16 + 1)
+    return 4 * -(-raw // 3)
+
+
+def largest_sealable(token_length: int) -> int:
+    """The most plaintext bytes whose token is at most ``token_length`` long."""
+    ciphertext = token_length // 4 * 3 - _FERNET_OVERHEAD
+    return max(0, ciphertext // 16 * 16 - 1)
+
+
+def encryption_configured() -> bool:
+    """Whether values may be written encrypted (keys, or a key ring, are set)."""
+    return bool(conf.ENCRYPTION_KEYS) or conf.ENCRYPTION_KEY_RING is not None
 
 
 def key_id_of(key: str) -> str:
