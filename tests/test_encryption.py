@@ -114,6 +114,10 @@ def test_a_missing_key_is_an_unreadable_record_listed_for_operators(
     assert response.json()["value"] is None and "not among the keys" in response.json()["unreadable"]
     detail = staff.get(f"/api/turnstate/pauses/{minted.claims.jti}/")
     assert detail.status_code == 200 and detail.json()["request"] is None
+    answered = staff.post(
+        "/api/turnstate/pauses/resume/", {"token": minted.token, "answer": "yes"}, format="json"
+    )
+    assert answered.status_code == 400 and answered.json()["code"] == "record_mismatch"
     assert SECRET not in response.content.decode() + detail.content.decode()
 
 

@@ -23,8 +23,9 @@ from pydantic_ai.tools import DeferredToolRequests
 
 from tests.contrib.langgraph.graphs import config, trip_graph
 from tests.encryption_support import KEY_A, KEY_B, SECRET, mint_secret
-from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
+from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, pause_interrupts
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
+from turnstate_app.contrib.langgraph.operators import orphans
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
 from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
 from turnstate_app.pauses import resume_pause
@@ -137,3 +138,20 @@ def test_a_missing_key_makes_the_integrations_rows_unreadable_never_plaintext(
     listed = out.getvalue()
     assert "turnstate_langgraph.Checkpoint.checkpoint:" in listed and "thread='graph-3'" in listed
     assert "thread='chat-3'" in listed
+
+
+def test_a_pause_of_a_thread_whose_key_is_gone_is_listed_as_stranded_not_a_crash(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    graph = trip_graph(DjangoCheckpointSaver(), name="trips")
+    graph.invoke({"transcript": [SECRET]}, config("graph-4"))
+    [pause] = pause_interrupts(graph, config("graph-4"), run_id="r", session_id="s")
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B]
+    [found] = [o for o in orphans() if o.thread_id == "graph-4"]
+    assert (
+        found.kind == "stranded_pause" and found.jti == pause.claims.jti and "cannot be read" in found.reason
+    )
+    out = io.StringIO()
+    call_command("turnstate_langgraph_orphans", "--json", stdout=out)
+    assert pause.claims.jti in out.getvalue() and SECRET not in out.getvalue()
