@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Encryption at rest: what it costs, measured with and without keys in the same run.
 
-- ``mint_pause`` / ``resume_pause``: the median of each, keys off and on, in alternating rounds;
+- ``mint_pause`` / ``resume_pause``: the median of single calls, keys off and on taking turns;
 - the LangGraph saver's ``put`` / ``get_tuple`` of a checkpoint with a 2 KB channel value;
 - ``turnstate_rotate_keys``' rate (rows/s, through :func:`turnstate_app.rotation.rotate` on the
   store's table) beside a bare ``MultiFernet.rotate`` loop over the same 2 KB values in the same
@@ -55,12 +55,10 @@ def rss_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def per_call(fn: Callable[[int], object], count: int) -> float:
-    """Microseconds per call of ``fn(i)``, ``count`` calls in a row."""
+def timed_us(fn: Callable[[], object]) -> float:
     started = time.perf_counter_ns()
-    for i in range(count):
-        fn(i)
-    return (time.perf_counter_ns() - started) / count / 1000
+    fn()
+    return (time.perf_counter_ns() - started) / 1000
 
 
 def keys_on(keys: list[str]) -> None:
@@ -69,88 +67,85 @@ def keys_on(keys: list[str]) -> None:
     settings.TURNSTATE = {"ENCRYPTION_KEYS": keys}
 
 
-def lifecycle(rounds: int, count: int, key: str) -> dict[str, Any]:
+MODES = ("clear", "encrypted")
+
+
+def alternating(
+    calls: int, key: str, step: Callable[[str, int], Callable[[], object]]
+) -> dict[str, list[float]]:
+    """Each call timed alone, the modes taking turns call by call (and swapping who goes first each
+    call), so a burst of load on the machine weighs on both alike; the first tenth warms up."""
+    samples: dict[str, list[float]] = {mode: [] for mode in MODES}
+    warm = calls // 10
+    for i in range(calls + warm):
+        for mode in MODES if i % 2 == 0 else MODES[::-1]:
+            keys_on([key] if mode == "encrypted" else [])
+            took = timed_us(step(mode, i))
+            if i >= warm:
+                samples[mode].append(took)
+    return samples
+
+
+def ratios(samples: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
+    return {
+        op: {
+            "clear_us": median(found["clear"]),
+            "encrypted_us": median(found["encrypted"]),
+            "ratio": median(found["encrypted"]) / median(found["clear"]),
+        }
+        for op, found in samples.items()
+    }
+
+
+def lifecycle(calls: int, key: str) -> dict[str, Any]:
     from turnstate_app.pauses import mint_pause, resume_pause
 
     prompt = "p" * 1024
     messages = [{"role": "user", "content": "m" * 1024}]
+    minted: dict[str, list[Any]] = {mode: [] for mode in MODES}
 
-    def mint(i: int) -> Any:
-        return mint_pause(
-            run_id="r",
-            session_id="s",
-            thread_id=f"bench-{uuid.uuid4().hex}",
-            checkpoint_id="cp",
-            scope_hash="h",
-            tool_call_id=f"call-{i}",
-            request={"question": "q" * 512},
-            prompt=prompt,
-            messages=messages,
+    def mint(mode: str, i: int) -> Callable[[], object]:
+        return lambda: minted[mode].append(
+            mint_pause(
+                run_id="r",
+                session_id="s",
+                thread_id=f"bench-{uuid.uuid4().hex}",
+                checkpoint_id="cp",
+                scope_hash="h",
+                tool_call_id=f"call-{i}",
+                request={"question": "q" * 512},
+                prompt=prompt,
+                messages=messages,
+            )
         )
 
-    times: dict[str, dict[str, list[float]]] = {m: {"mint": [], "resume": []} for m in ("clear", "encrypted")}
-    for round_no in range(-1, rounds):  # round -1 warms up, and is not counted
-        for mode in ("clear", "encrypted") if round_no % 2 == 0 else ("encrypted", "clear"):
-            keys_on([key] if mode == "encrypted" else [])
-            minted: list[Any] = []
+    def resume(mode: str, i: int) -> Callable[[], object]:
+        return lambda: resume_pause(minted[mode][i].token, {"ok": i})
 
-            def answer(i: int, minted: list[Any] = minted) -> object:
-                return resume_pause(minted[i].token, {"ok": i})
-
-            def ask(i: int, minted: list[Any] = minted) -> None:
-                minted.append(mint(i))
-
-            minting, answering = per_call(ask, count), per_call(answer, count)
-            if round_no >= 0:
-                times[mode]["mint"].append(minting)
-                times[mode]["resume"].append(answering)
-    return {
-        op: {
-            "clear_us": median(times["clear"][op]),
-            "encrypted_us": median(times["encrypted"][op]),
-            "ratio": median(times["encrypted"][op]) / median(times["clear"][op]),
-        }
-        for op in ("mint", "resume")
-    }
+    return ratios({"mint": alternating(calls, key, mint), "resume": alternating(calls, key, resume)})
 
 
-def saver(rounds: int, count: int, key: str) -> dict[str, Any]:
+def saver(calls: int, key: str) -> dict[str, Any]:
     from langgraph.checkpoint.base import empty_checkpoint
 
     from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
 
     store = DjangoCheckpointSaver()
-    times: dict[str, dict[str, list[float]]] = {
-        m: {"put": [], "get_tuple": []} for m in ("clear", "encrypted")
-    }
-    for round_no in range(-1, rounds):  # round -1 warms up, and is not counted
-        for mode in ("clear", "encrypted") if round_no % 2 == 0 else ("encrypted", "clear"):
-            keys_on([key] if mode == "encrypted" else [])
-            thread = f"bench-{uuid.uuid4().hex}"
-            configs: list[Any] = []
+    threads = {mode: f"bench-{uuid.uuid4().hex}" for mode in MODES}
+    configs: dict[str, list[Any]] = {mode: [] for mode in MODES}
 
-            def put(i: int, thread: str = thread, configs: list[Any] = configs) -> None:
-                checkpoint = empty_checkpoint()
-                checkpoint["channel_values"] = {"messages": f"{i:08d}" + "x" * (VALUE_BYTES - 8)}
-                checkpoint["channel_versions"] = {"messages": f"{i + 1:032}.0"}
-                config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-                configs.append(store.put(config, checkpoint, {"step": i}, {"messages": f"{i + 1:032}.0"}))
+    def put(mode: str, i: int) -> Callable[[], object]:
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"messages": f"{i:08d}" + "x" * (VALUE_BYTES - 8)}
+        checkpoint["channel_versions"] = {"messages": f"{i + 1:032}.0"}
+        config: Any = {"configurable": {"thread_id": threads[mode], "checkpoint_ns": ""}}
+        versions: Any = {"messages": f"{i + 1:032}.0"}
+        return lambda: configs[mode].append(store.put(config, checkpoint, {"step": i}, versions))
 
-            def get(i: int, configs: list[Any] = configs) -> object:
-                return store.get_tuple(configs[i])
+    def get(mode: str, i: int) -> Callable[[], object]:
+        return lambda: store.get_tuple(configs[mode][i])
 
-            putting, getting = per_call(put, count), per_call(get, count)
-            if round_no >= 0:
-                times[mode]["put"].append(putting)
-                times[mode]["get_tuple"].append(getting)
-    return {
-        op: {
-            "clear_us": median(times["clear"][op]),
-            "encrypted_us": median(times["encrypted"][op]),
-            "ratio": median(times["encrypted"][op]) / median(times["clear"][op]),
-        }
-        for op in ("put", "get_tuple")
-    }
+    return ratios({"put": alternating(calls, key, put), "get_tuple": alternating(calls, key, get)})
 
 
 def fill(rows: int, key: str) -> list[str]:
@@ -214,8 +209,7 @@ def rotation(rows: int, batch_size: int, old: str, new: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database", default="sqlite")
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--count", type=int, default=100, help="calls per round")
+    parser.add_argument("--calls", type=int, default=500, help="timed calls of each operation in each mode")
     parser.add_argument("--rows", type=int, default=10_000, help="rows rotated; then ten times as many")
     parser.add_argument("--batch-size", type=int, default=500)
     args = parser.parse_args()
@@ -228,8 +222,8 @@ def main() -> None:
 
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     result: dict[str, Any] = {"environment": environment(target, server_version(target), args)}
-    result["lifecycle"] = lifecycle(args.rounds, args.count, new)
-    result["saver_2kb"] = saver(args.rounds, args.count, new)
+    result["lifecycle"] = lifecycle(args.calls, new)
+    result["saver_2kb"] = saver(args.calls, new)
     result["rotation"] = [rotation(n, args.batch_size, old, new) for n in (args.rows, args.rows * 10)]
     result["rotation_rss_ratio"] = result["rotation"][1]["peak_rss_mb"] / result["rotation"][0]["peak_rss_mb"]
     finish_environment(result["environment"], started)
