@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import subprocess
+import sys
+import textwrap
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -261,3 +265,42 @@ def test_a_row_written_between_the_rotations_read_and_its_update_keeps_what_its_
     assert "0 row(s) re-encrypted" in out and "1 written meanwhile" in out
     assert port.read_metadata_sync(**place) == '"written meanwhile"'  # not lost, not encrypted twice
     assert "1 on the current key" in rotate("--dry-run")
+
+
+WITHOUT_CRYPTOGRAPHY = textwrap.dedent(
+    """
+    import sys
+
+    class Blocker:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "cryptography":
+                raise ModuleNotFoundError(f"blocked: {name}")
+            return None
+
+    sys.meta_path.insert(0, Blocker())
+    import os
+    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    import django
+    from django.conf import settings
+
+    django.setup()
+    import turnstate_app.encryption, turnstate_app.models, turnstate_app.pauses, turnstate_app.rotation
+    from turnstate_app.checks import check_settings
+
+    assert "cryptography" not in sys.modules
+    assert [m.id for m in check_settings()] == []
+    settings.TURNSTATE = {"ENCRYPTION_KEYS": ["%s"]}
+    assert [m.id for m in check_settings()] == ["turnstate.E020"], check_settings()
+    print("core imported without cryptography")
+    """
+)
+
+
+def test_the_core_imports_without_cryptography_and_keys_without_it_are_refused() -> None:
+    code = WITHOUT_CRYPTOGRAPHY % KEY_A
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "core imported without cryptography" in result.stdout

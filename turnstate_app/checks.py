@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import inspect
 import math
 from typing import Any
@@ -287,7 +287,7 @@ def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
                     id="turnstate.E021",
                 )
             )
-    if (keys or ring is not None) and importlib.util.find_spec("cryptography") is None:
+    if (keys or ring is not None) and not _importable("cryptography"):
         messages.append(
             Error(
                 "TURNSTATE sets encryption keys, but the 'cryptography' package is not installed: "
@@ -298,6 +298,14 @@ def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
             )
         )
     return messages
+
+
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
 
 
 def check_contrib_migrations(databases: Any = None, **_: Any) -> list[CheckMessage]:
