@@ -107,12 +107,13 @@ class KeySet:
     primary_id: str
     primary: Fernet
     by_id: dict[str, Fernet]
+    invalid_token: type[Exception]
 
 
 @lru_cache(maxsize=256)
 def _key_set(keys: tuple[str, ...]) -> KeySet:
     try:
-        from cryptography.fernet import Fernet
+        from cryptography.fernet import Fernet, InvalidToken
     except ImportError as exc:
         raise InteractionConfigurationError(
             "TURNSTATE['ENCRYPTION_KEYS'] is set but the 'cryptography' package is not installed: "
@@ -124,7 +125,7 @@ def _key_set(keys: tuple[str, ...]) -> KeySet:
             raise InteractionConfigurationError(f"encryption key #{position} {problem}")
     by_id = {key_id_of(key): Fernet(key) for key in reversed(keys)}
     primary_id = key_id_of(keys[0])
-    return KeySet(primary_id=primary_id, primary=by_id[primary_id], by_id=by_id)
+    return KeySet(primary_id=primary_id, primary=by_id[primary_id], by_id=by_id, invalid_token=InvalidToken)
 
 
 @lru_cache(maxsize=8)
@@ -133,10 +134,13 @@ def _ring(path: str) -> Any:
 
 
 def keys_for(thread_id: str) -> KeySet | None:
-    """The keys that apply to ``thread_id`` (None: values of this thread are stored clear)."""
-    ring = conf.ENCRYPTION_KEY_RING
-    keys = _ring(ring)(thread_id) if ring is not None else conf.ENCRYPTION_KEYS
-    if not keys:
+    """The keys that apply to ``thread_id`` (None: values of this thread are stored clear).
+
+    Called on every read and write of a value: the settings' resolved dict is read directly."""
+    values = conf.values()
+    ring = values["ENCRYPTION_KEY_RING"]
+    keys = _ring(str(ring))(thread_id) if ring is not None else values["ENCRYPTION_KEYS"]
+    if not keys or not isinstance(keys, list | tuple):
         return None
     return _key_set(tuple(keys))
 
@@ -167,11 +171,10 @@ def unseal(stored: bytes, key_id: str | None, *, thread_id: str) -> bytes:
             f"a value of thread {thread_id!r} was encrypted with key {key_id}, which is not among "
             "the keys configured for it (TURNSTATE['ENCRYPTION_KEYS'] / ENCRYPTION_KEY_RING)"
         )
-    from cryptography.fernet import InvalidToken
-
+    assert found is not None
     try:
         return fernet.decrypt(stored)
-    except InvalidToken:
+    except found.invalid_token:
         raise UnreadableValueError(
             f"a value of thread {thread_id!r} does not authenticate under its key {key_id}: "
             "altered or truncated at rest"
