@@ -159,12 +159,17 @@ def next_stop(**overrides: Any) -> dict[str, Any]:
     return fields | overrides
 
 
+STATEMENTS_PER_CONTINUATION = 6
+"""What ``continue_once`` sends for a pause without a group, as docs/lifecycle.md counts them."""
+
+
 def test_statements_per_continuation() -> None:
-    """As docs/lifecycle.md counts them: ledger read, claim, turn taken, outcome recorded, turn given back."""
+    """As docs/lifecycle.md counts them: ledger read, claim stamped, claim, turn taken, outcome
+    recorded, turn given back."""
     resumed = resume_pause(mint().token, "yes")
     with CaptureQueriesContext(connection) as continuing:
         assert continue_once(resumed, lambda continuation: None).ran
-    assert len(data_statements(continuing)) == 5, data_statements(continuing)
+    assert len(data_statements(continuing)) == STATEMENTS_PER_CONTINUATION, data_statements(continuing)
 
 
 def test_any_port_claims_the_continuation(memory_port: Any) -> None:

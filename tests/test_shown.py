@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.pause_helpers import amint, mint, mint_fields
+from tests.test_continuation import STATEMENTS_PER_CONTINUATION
 from tests.test_pauses import data_statements
 from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.keys import continuation_key
@@ -163,7 +164,7 @@ async def test_acontinue_once_awaits_an_async_still_shown_and_refuses_a_changed_
 
 
 def test_the_check_adds_no_statement_and_is_asked_after_the_claim() -> None:
-    """The digest rides on the ledger rows the claim reads anyway: the same five statements as
+    """The digest rides on the ledger rows the claim reads anyway: the same statements as
     ``test_statements_per_continuation``; ``still_shown`` runs once the continuation is claimed."""
     resumed = resume_pause(mint(shown=SHOWN).token, "yes")
     claimed: list[str] = []
@@ -174,6 +175,6 @@ def test_the_check_adds_no_statement_and_is_asked_after_the_claim() -> None:
 
     with CaptureQueriesContext(connection) as continuing:
         assert continue_once(resumed, lambda continuation: None, still_shown=still_shown).ran
-    assert len(data_statements(continuing)) == 5, data_statements(continuing)
+    assert len(data_statements(continuing)) == STATEMENTS_PER_CONTINUATION, data_statements(continuing)
     assert claimed == [resumed.claims.jti]
     assert CheckpointMetadata.objects.filter(key=continuation_key(resumed.claims.jti)).exists()

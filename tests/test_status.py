@@ -17,7 +17,6 @@ from django.utils import timezone
 from tests.api_support import client_for
 from tests.factories import UserFactory
 from tests.pause_helpers import answered, lost, mint
-from turnstate_app.keys import CONTINUATION_KEY_PREFIX
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import Continuation, ContinuationRefused, continue_once, resume_pause
 from turnstate_app.status import lifecycle_status
@@ -36,8 +35,8 @@ def crashed_continuation(hours_ago: float) -> str:
 
     with pytest.raises(RuntimeError):
         continue_once(resumed, crash)
-    CheckpointMetadata.objects.filter(key=CONTINUATION_KEY_PREFIX + resumed.claims.jti).update(
-        created_at=timezone.now() - timedelta(hours=hours_ago)
+    Pause.objects.filter(jti=resumed.claims.jti).update(
+        continuation_claimed_at=timezone.now() - timedelta(hours=hours_ago)
     )
     return resumed.claims.jti
 
@@ -214,3 +213,18 @@ def test_others_get_a_json_refusal() -> None:
 def test_status_takes_no_writes() -> None:
     response = client_for(UserFactory.create(is_staff=True)).post(STATUS, {}, format="json")
     assert response.status_code == 405 and "code" in response.json()
+
+
+def test_the_stalled_figure_reads_the_ledger_alone() -> None:
+    """The answered pauses a host continued its own way (never through ``continue_once``) are
+    never probed: stalled is a condition on the ledger's own columns, served by its index."""
+    sql = str(Pause.objects.stalled(timezone.now()).query)
+    assert CheckpointMetadata._meta.db_table not in sql
+
+
+def test_a_stalled_continuation_is_found_by_its_claim_time(turnstate_settings: Any) -> None:
+    turnstate_settings["STALLED_AFTER"] = 600
+    jti = crashed_continuation(hours_ago=0)
+    now = timezone.now()
+    assert not Pause.objects.stalled(now).exists()  # claimed a moment ago: still running, maybe
+    assert list(Pause.objects.stalled(now + timedelta(seconds=601)).values_list("jti", flat=True)) == [jti]

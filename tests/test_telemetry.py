@@ -122,6 +122,29 @@ def test_the_answer_stores_its_trace_for_the_continuation_to_link_to(recorded: R
     assert stored.split("-")[2] == format(span.context.span_id, "016x")
 
 
+def test_the_stored_trace_is_w3c_whatever_propagators_the_project_configured(recorded: Recorded) -> None:
+    """A project that propagates B3 or baggage only still gets its answer's trace stored and linked:
+    the ledger's column is a W3C ``traceparent``, not whatever the global propagator writes."""
+    from opentelemetry import propagate
+    from opentelemetry.baggage.propagation import W3CBaggagePropagator
+
+    configured = propagate.get_global_textmap()
+    propagate.set_global_textmap(W3CBaggagePropagator())
+    try:
+        minted = mint()
+        resume_pause(minted.token, "yes")
+        [answer] = recorded.named("turnstate.resume")
+        stored = Pause.objects.get(jti=minted.claims.jti).answer_traceparent
+        assert stored is not None and stored.split("-")[1] == format(answer.context.trace_id, "032x")
+        resumed = resume_pause(mint(tool_call_id="call-2").token, "yes")
+        Pause.objects.filter(jti=resumed.claims.jti).update(answer_traceparent=stored)
+        continue_once(resumed, lambda continuation: None)
+        [continued] = recorded.named("turnstate.continue")
+        assert [link.context.trace_id for link in continued.links] == [answer.context.trace_id]
+    finally:
+        propagate.set_global_textmap(configured)
+
+
 @pytest.mark.parametrize(
     ("refuse", "reason", "error"),
     [

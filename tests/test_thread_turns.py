@@ -6,17 +6,19 @@ import asyncio
 import json
 import multiprocessing
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from tests import lifecycle_processes
 from tests.pause_helpers import amint, mint
 from tests.test_continuation import next_stop
 from turnstate_app.errors import ThreadBusyError
 from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, continuation_key, thread_turn_key
-from turnstate_app.models import CheckpointMetadata
+from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
 from turnstate_app.pauses.thread_turns import ThreadTurn, aturn_of, take_turn, turn_of
 from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
@@ -109,6 +111,8 @@ def test_a_busy_thread_gives_the_continuation_back_untouched(turnstate_settings:
         continue_once(resumed, run)
     claim = continuation_key(resumed.claims.jti)
     assert not CheckpointMetadata.objects.filter(key=claim).exists()  # a redelivery may run it
+    later = timezone.now() + timedelta(seconds=1)  # past STALLED_AFTER: nothing holds it, so not stalled
+    assert not Pause.objects.stalled(later).exists()
     holder.release()
     assert continue_once(resumed, lambda continuation: "now").output == "now"
 

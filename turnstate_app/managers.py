@@ -61,18 +61,17 @@ member still awaits its answer; ``complete``: every member is answered, not cont
 def stalled_q(now: datetime, after: float | None = None) -> Q:
     """Pauses whose continuation was claimed before ``now - after`` and neither returned nor refused.
 
-    ``after`` defaults to ``STALLED_AFTER``. The claim row (``continuation:<jti>``) is probed by
-    the store's unique index; only answered pauses are asked (the status index).
+    ``after`` defaults to ``STALLED_AFTER``. Read from the ledger's own ``continuation_claimed_at``
+    through its index (status, continued_at, continuation_claimed_at): the answers long
+    continued, or continued by the host its own way, are never read.
     """
     cutoff = now - timedelta(seconds=conf.STALLED_AFTER if after is None else after)
-    claims = _model("CheckpointMetadata").objects.filter(
-        thread_id=OuterRef("thread_id"),
-        checkpoint_id=OuterRef("checkpoint_id"),
-        key=Concat(Value(CONTINUATION_KEY_PREFIX), OuterRef("jti")),
-        created_at__lte=cutoff,
+    return Q(
+        status=PauseStatus.ANSWERED,
+        continued_at__isnull=True,
+        continuation_failure__isnull=True,
+        continuation_claimed_at__lte=cutoff,
     )
-    unsettled = Q(status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=True)
-    return unsettled & Q(Exists(claims))
 
 
 def group_ladder(now: datetime) -> list[tuple[str, Q]]:
@@ -313,7 +312,7 @@ class PauseQuerySet(models.QuerySet["Pause"]):
                     checkpoint_id=pause.checkpoint_id,
                     key=CONTINUATION_KEY_PREFIX + pause.jti,
                 ).delete()
-                ledger.filter(pk=pk).update(handed_off_at=None)
+                ledger.filter(pk=pk).update(handed_off_at=None, continuation_claimed_at=None)
                 released.append(pause.jti)
         if released:
             telemetry.record("turnstate.continuations.stalled", len(released))
@@ -411,6 +410,19 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         """Pending past its age becomes expired (these pauses, or only ``jti``); how many did."""
         scope = self if jti is None else self.filter(jti=jti)
         return scope.overdue(now).update(status=PauseStatus.EXPIRED)
+
+    def mark_claimed(self, *, now: datetime) -> int:
+        """Record that a process is claiming the continuation from these pauses (a group's lead).
+
+        Written before the claim itself: a process that dies between the two leaves a pause that
+        shows as stalled, which is what an operator should see; the other order would hide it.
+        """
+        return self.update(continuation_claimed_at=now)
+
+    def unmark_claimed(self, *, claimed_at: datetime) -> int:
+        """Undo :meth:`mark_claimed` of ``claimed_at`` (a claim given back), unless another
+        process has claimed since (its own time stays)."""
+        return self.filter(continuation_claimed_at=claimed_at).update(continuation_claimed_at=None)
 
     def mark_continued(self, *, now: datetime) -> int:
         """Record that the run continued from these pauses (a group's members) and returned."""

@@ -202,6 +202,15 @@ class Pause(models.Model):
             "Empty: none recorded, any may."
         ),
     )
+    continuation_claimed_at = models.DateTimeField(
+        _("continuation claimed at"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "When a process last claimed the continuation of the run from this pause (its group's "
+            "lead); with neither continued at nor a failure long after it, the continuation stalled."
+        ),
+    )
     continuation_failure = models.TextField(
         _("continuation failure"),
         null=True,
@@ -249,7 +258,11 @@ class Pause(models.Model):
             # What operators count (turnstate_status): answers still to hand off or to continue,
             # found among the answered pauses without reading the ones long done.
             models.Index(fields=["status", "handed_off_at"], name="turnstate_pause_handoff_idx"),
-            models.Index(fields=["status", "continued_at"], name="turnstate_pause_continued_idx"),
+            # ... and, past them, the claimed continuations that never finished (stalled).
+            models.Index(
+                fields=["status", "continued_at", "continuation_claimed_at"],
+                name="turnstate_pause_claimed_idx",
+            ),
             models.Index(fields=["thread_id"], name="turnstate_pause_thread_idx"),
             models.Index(fields=["run_id"], name="turnstate_pause_run_idx"),  # the admin's search
             models.Index(fields=["group", "created_at"], name="turnstate_pause_group_idx"),

@@ -69,7 +69,8 @@ def _api() -> Any:
             return None
     except (ImportError, ValueError):  # a parent that is not a package, or a spec-less stand-in
         return None
-    from opentelemetry import metrics, propagate, trace
+    from opentelemetry import metrics, trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     tracer = trace.get_tracer(INSTRUMENTATION)
     meter = metrics.get_meter(INSTRUMENTATION)
@@ -79,7 +80,10 @@ def _api() -> Any:
         )
         for name, (kind, unit, description) in METRICS.items()
     }
-    return SimpleNamespace(trace=trace, propagate=propagate, tracer=tracer, instruments=instruments)
+    # The ledger's column is a W3C traceparent whatever the project propagates (B3, baggage
+    # only): written and read by the W3C propagator itself, never the global one.
+    w3c = TraceContextTextMapPropagator()
+    return SimpleNamespace(trace=trace, w3c=w3c, tracer=tracer, instruments=instruments)
 
 
 def enabled() -> bool:
@@ -139,7 +143,7 @@ def traceparent() -> str | None:
     if api is None:
         return None
     carrier: dict[str, str] = {}
-    api.propagate.inject(carrier)
+    api.w3c.inject(carrier)
     return carrier.get("traceparent")
 
 
@@ -156,5 +160,5 @@ def link_current(parent: str | None) -> None:
 def _links(api: Any, parent: str | None) -> list[Any]:
     if not parent:
         return []
-    context = api.trace.get_current_span(api.propagate.extract({"traceparent": parent})).get_span_context()
+    context = api.trace.get_current_span(api.w3c.extract({"traceparent": parent})).get_span_context()
     return [api.trace.Link(context)] if context.is_valid else []

@@ -25,6 +25,7 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -118,6 +119,7 @@ class Claimed:
     lead: Pause
     claim_value: str
     store: TurnCheckpointStore
+    claimed_at: datetime
 
 
 def continue_once(
@@ -264,6 +266,7 @@ def claim(
             for member in members
         ]
     value = json.dumps({"by": resumed.claims.jti, "at": now.isoformat(), "holder": secrets.token_hex(8)})
+    pauses.filter(pk=lead.pk).mark_claimed(now=now)
     if not store.claim_sync(lead.claims, key=continuation_key(lead.jti), value=value):
         lead.refresh_from_db(fields=["continued_at", "continuation_failure"])
         return ContinueResult(ran=False, reason=settled_reason(lead) or REASON_CLAIMED_ELSEWHERE)
@@ -274,7 +277,9 @@ def claim(
     continuation = Continuation(
         resumed=resumed, members=answers, owner=pause.owner, agent=pause.agent, store=store
     )
-    return Claimed(continuation=continuation, members=members, lead=lead, claim_value=value, store=store)
+    return Claimed(
+        continuation=continuation, members=members, lead=lead, claim_value=value, store=store, claimed_at=now
+    )
 
 
 def to_confirm(claimed: Claimed) -> list[tuple[Pause, ResumedPause]]:
@@ -338,6 +343,7 @@ def give_back(claimed: Claimed) -> None:
             key=continuation_key(lead.jti),
             value=claimed.claim_value,
         )
+        Pause.objects.filter(pk=lead.pk).unmark_claimed(claimed_at=claimed.claimed_at)
 
 
 def ledger(claimed: Claimed) -> PauseQuerySet:
