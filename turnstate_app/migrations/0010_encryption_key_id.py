@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("turnstate_app", "0008_pause_shown_digest"),
+        ("turnstate_app", "0009_pause_continuation_claimed_at"),
     ]
 
     operations = [
