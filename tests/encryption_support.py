@@ -66,3 +66,24 @@ def churn(
         if n % 4 == 0:
             minted.append(mint_secret(f"w{worker}-{n}").claims.thread_id)
     return {"minted": minted, "last": value}
+
+
+def rotate_until_killed(settings_dict: dict[str, Any], keys: list[str], started: Any) -> None:
+    """In a child process: rotate one row per batch, and after the third batch wait to be killed."""
+    import time
+
+    from django.conf import settings
+
+    from tests.processes import boot_django
+
+    boot_django(settings_dict)
+    settings.TURNSTATE = {"ENCRYPTION_KEYS": keys}
+    from turnstate_app.rotation import rotate
+    from turnstate_app.sealed_tables import registered
+
+    def progress(counts: Any) -> None:
+        if counts.batches == 3:
+            started.set()
+            time.sleep(600)  # killed here, mid-run
+
+    rotate(registered()[0], batch_size=1, progress=progress)

@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.urls import reverse
 
-from tests.encryption_support import KEY_A, KEY_B, RING, SECRET, churn, mint_secret
+from tests.encryption_support import KEY_A, KEY_B, RING, SECRET, churn, mint_secret, rotate_until_killed
 from turnstate_app.checks import check_settings
 from turnstate_app.errors import PayloadBindingError
 from turnstate_app.managers import claims_of
@@ -304,3 +304,25 @@ def test_the_core_imports_without_cryptography_and_keys_without_it_are_refused()
     )
     assert result.returncode == 0, result.stderr
     assert "core imported without cryptography" in result.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rotation_killed_midway_is_resumed_by_running_it_again(turnstate_settings: dict[str, Any]) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    minted = [mint_secret() for _ in range(4)]  # 8 rows
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B, KEY_A]
+    spawn = multiprocessing.get_context("spawn")
+    started = spawn.Event()
+    child = spawn.Process(
+        target=rotate_until_killed, args=(dict(connection.settings_dict), [KEY_B, KEY_A], started)
+    )
+    child.start()
+    try:
+        assert started.wait(60)
+    finally:
+        child.kill()
+        child.join()
+    assert "5 on an old key, 3 on the current key" in rotate("--dry-run")
+    assert "5 row(s) re-encrypted" in rotate()
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B]
+    assert all(resume_pause(m.token, "yes").checkpoint is not None for m in minted)
