@@ -22,7 +22,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 
 from tests.contrib.langgraph.graphs import config, trip_graph
-from tests.encryption_support import KEY_A, KEY_B, SECRET, mint_secret
+from tests.encryption_support import KEY_A, KEY_B, RING, SECRET, mint_secret
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, pause_interrupts
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.operators import orphans
@@ -155,3 +155,25 @@ def test_a_pause_of_a_thread_whose_key_is_gone_is_listed_as_stranded_not_a_crash
     out = io.StringIO()
     call_command("turnstate_langgraph_orphans", "--json", stdout=out)
     assert pause.claims.jti in out.getvalue() and SECRET not in out.getvalue()
+
+
+def test_a_tenants_dropped_keys_shred_its_graph_and_its_conversations_only(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    RING.clear()
+    RING.update({"acme": [KEY_A], "globex": [KEY_B]})
+    turnstate_settings["ENCRYPTION_KEY_RING"] = "tests.encryption_support.ring"
+    try:
+        for tenant in ("acme", "globex"):
+            run_graph(f"{tenant}/graph")
+            run_agent(f"{tenant}/chat")
+        del RING["acme"]
+        with pytest.raises(UnreadableCheckpointError):
+            DjangoCheckpointSaver().get_tuple(config("acme/graph"))
+        with pytest.raises(UnreadableConversationError):
+            DjangoConversationStore().load_sync("acme/chat")
+        assert DjangoCheckpointSaver().get_tuple(config("globex/graph")) is not None
+        assert DjangoConversationStore().load_sync("globex/chat") is not None
+        assert raw_hits(SECRET) == []
+    finally:
+        RING.clear()
