@@ -28,6 +28,7 @@ from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.operators import orphans
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
 from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
+from turnstate_app.contrib.pydantic_ai.models import StoredConversation
 from turnstate_app.pauses import resume_pause
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -177,3 +178,19 @@ def test_a_tenants_dropped_keys_shred_its_graph_and_its_conversations_only(
         assert raw_hits(SECRET) == []
     finally:
         RING.clear()
+
+
+def test_staff_see_the_integrations_values_decrypted_in_the_admin(
+    turnstate_settings: dict[str, Any], admin_client: Any
+) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    run_agent("chat-5")
+    pk = StoredConversation.objects.get(conversation_id="chat-5").pk
+    page = admin_client.get(f"/admin/turnstate_pydantic_ai/storedconversation/{pk}/change/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert f"My passport is {SECRET}" in text and f'"passport":"{SECRET}"' in text.replace("&quot;", '"')
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B]
+    page = admin_client.get(f"/admin/turnstate_pydantic_ai/storedconversation/{pk}/change/")
+    assert page.status_code == 200 and "unreadable" in page.content.decode()
+    assert SECRET not in page.content.decode()
