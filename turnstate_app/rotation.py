@@ -90,9 +90,9 @@ def _batches(
 def survey(table: SealedTable, *, batch_size: int = DEFAULT_BATCH_SIZE) -> TableCounts:
     """Count the table's rows: clear, on an old key, on the current key, unreadable (key gone)."""
     counts = TableCounts(table.label)
-    cache: dict[str, KeySet | None] = {}
     for batch in _batches(table, batch_size, stale_only=False, values=False):
         counts.batches += 1
+        cache: dict[str, KeySet | None] = {}  # per batch: memory stays flat whatever the threads
         for pk, thread, key_id in batch:
             keys = _keys(cache, thread)
             if key_id is None:
@@ -114,10 +114,10 @@ def rotate(
 ) -> TableCounts:
     """Re-encrypt every row of ``table`` not on its thread's current key (clear rows included)."""
     counts = TableCounts(table.label)
-    cache: dict[str, KeySet | None] = {}
     stale_only = conf.ENCRYPTION_KEY_RING is None
     for batch in _batches(table, batch_size, stale_only=stale_only, values=True):
         counts.batches += 1
+        cache: dict[str, KeySet | None] = {}  # per batch: memory stays flat whatever the threads
         due = []
         for pk, thread, key_id, stored in batch:
             keys = _keys(cache, thread)
