@@ -35,7 +35,7 @@ help:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,encryption,langgraph,langgraph-agents,pydantic-ai,openai-agents]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed | gettext

@@ -30,13 +30,19 @@ TASK_ID = "bench-task"
 
 # The port's three statements, written out by hand (the port builds them from the model's _meta;
 # ``check_statements`` asserts the two spellings are identical). ``%s`` is psycopg's placeholder.
-_COLUMNS = '"thread_id", "checkpoint_id", "key", "value", "task_id", "created_at", "updated_at"'
-_VALUES = ", ".join(["%s"] * 7)
+_COLUMNS = (
+    '"thread_id", "checkpoint_id", "key", "value", "encryption_key_id", "task_id", "created_at", "updated_at"'
+)
+_VALUES = ", ".join(["%s"] * 8)
 _CONFLICT = '"thread_id", "checkpoint_id", "key"'
-SQL_READ = f'SELECT "value" FROM "{TABLE}" WHERE "thread_id" = %s AND "checkpoint_id" = %s AND "key" = %s'
+SQL_READ = (
+    f'SELECT "value", "encryption_key_id" FROM "{TABLE}" '
+    'WHERE "thread_id" = %s AND "checkpoint_id" = %s AND "key" = %s'
+)
 SQL_WRITE = (
     f'INSERT INTO "{TABLE}" ({_COLUMNS}) VALUES ({_VALUES}) ON CONFLICT ({_CONFLICT}) DO UPDATE SET '
-    '"value" = EXCLUDED."value", "task_id" = EXCLUDED."task_id", "updated_at" = EXCLUDED."updated_at"'
+    '"value" = EXCLUDED."value", "encryption_key_id" = EXCLUDED."encryption_key_id", '
+    '"task_id" = EXCLUDED."task_id", "updated_at" = EXCLUDED."updated_at"'
 )
 SQL_CLAIM = f'INSERT INTO "{TABLE}" ({_COLUMNS}) VALUES ({_VALUES}) ON CONFLICT ({_CONFLICT}) DO NOTHING'
 

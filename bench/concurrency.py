@@ -130,7 +130,7 @@ def make_upserts(setup: Setup) -> dict[str, Callable[[str, str, str], None]]:
 
     def floor_upsert(thread_id: str, key: str, value: str) -> None:
         now = datetime.now(UTC)
-        cur.execute(SQL_WRITE, (thread_id, "cp", key, value, "bench-task", now, now), prepare=True)
+        cur.execute(SQL_WRITE, (thread_id, "cp", key, value, None, "bench-task", now, now), prepare=True)
 
     return {"port": port_upsert, "floor": floor_upsert}
 
@@ -413,11 +413,11 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
 
     def floor(key: str, value: str) -> None:
         now = datetime.now(UTC)
-        cur.execute(SQL_WRITE, ("bench-cc-cpu", "cp", key, value, "bench-task", now, now), prepare=True)
+        cur.execute(SQL_WRITE, ("bench-cc-cpu", "cp", key, value, None, "bench-task", now, now), prepare=True)
 
     def with_run_statement(key: str, value: str) -> None:
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        params = ("bench-cc-cpu", "cp", key, value, "bench-task", now, now)
+        params = ("bench-cc-cpu", "cp", key, value, None, "bench-task", now, now)
         run_statement(connection, statements.write, params, first_row=False)
 
     def whole_port(key: str, value: str) -> None:

@@ -186,7 +186,9 @@ def floor_sync(conninfo: str, payload_of: Callable[[], Payload]) -> Contender:
         c = turn.claims
         record = payload_of().records[turn.variant]
         cur.execute(
-            SQL_WRITE, (c.thread_id, c.checkpoint_id, turn.key, record, c.run_id, now, now), prepare=True
+            SQL_WRITE,
+            (c.thread_id, c.checkpoint_id, turn.key, record, None, c.run_id, now, now),
+            prepare=True,
         )
 
     def load(turn: Turn) -> str | None:
@@ -220,7 +222,9 @@ def floor_async(
         c = turn.claims
         record = payload_of().records[turn.variant]
         await cur.execute(
-            SQL_WRITE, (c.thread_id, c.checkpoint_id, turn.key, record, c.run_id, now, now), prepare=True
+            SQL_WRITE,
+            (c.thread_id, c.checkpoint_id, turn.key, record, None, c.run_id, now, now),
+            prepare=True,
         )
 
     async def load(turn: Turn) -> str | None:

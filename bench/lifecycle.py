@@ -127,7 +127,9 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
 
         def pg_upsert(key: str, value: str) -> None:
             now = datetime.now(UTC)
-            cur.execute(SQL_WRITE, ("bench-floor", "cp", key, value, "bench-task", now, now), prepare=True)
+            cur.execute(
+                SQL_WRITE, ("bench-floor", "cp", key, value, None, "bench-task", now, now), prepare=True
+            )
 
         return pg_upsert, conn.close, conn
     if target.vendor == "mysql":
@@ -144,7 +146,7 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
         def mysql_upsert(key: str, value: str) -> None:
             now = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")
             wire = to_wire(value)  # as the port sends a value to MariaDB/MySQL
-            my_cur.execute(my_sql, ("bench-floor", "cp", key, wire, "bench-task", now, now))
+            my_cur.execute(my_sql, ("bench-floor", "cp", key, wire, None, "bench-task", now, now))
 
         return mysql_upsert, my.close, my
     lite = sqlite_connect(target.sqlite_path)
@@ -153,7 +155,7 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
 
     def sqlite_upsert(key: str, value: str) -> None:
         now = str(datetime.now(UTC).replace(tzinfo=None))
-        lite_cur.execute(sql, ("bench-floor", "cp", key, value, "bench-task", now, now))
+        lite_cur.execute(sql, ("bench-floor", "cp", key, value, None, "bench-task", now, now))
 
     return sqlite_upsert, lite.close, lite
 

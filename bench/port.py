@@ -149,7 +149,7 @@ class Admin:
     def seed(self, rows: list[Item]) -> None:
         now = datetime.now(UTC)
         if self._pg is not None:
-            params_pg = [(t, c, k, v, TASK_ID, now, now) for t, c, k, v in rows]
+            params_pg = [(t, c, k, v, None, TASK_ID, now, now) for t, c, k, v in rows]
             with self._pg.cursor() as cur:
                 cur.executemany(SQL_WRITE, params_pg)
             self._pg.execute(f'ANALYZE "{TABLE}"')
@@ -195,11 +195,11 @@ def sqlite_floor(path: str, *, check_same_thread: bool = True) -> Contender:
 
     def write(t: str, c: str, k: str, v: str) -> None:
         now = str(datetime.now(UTC).replace(tzinfo=None))
-        cur.execute(write_sql, (t, c, k, v, TASK_ID, now, now))
+        cur.execute(write_sql, (t, c, k, v, None, TASK_ID, now, now))
 
     def claim(t: str, c: str, k: str, v: str) -> bool:
         now = str(datetime.now(UTC).replace(tzinfo=None))
-        return cur.execute(claim_sql, (t, c, k, v, TASK_ID, now, now)).rowcount == 1
+        return cur.execute(claim_sql, (t, c, k, v, None, TASK_ID, now, now)).rowcount == 1
 
     ops: dict[str, SyncOp] = {
         "upsert_new": write,
@@ -224,11 +224,11 @@ def psycopg_floor(conninfo: str) -> Contender:
 
     def write(t: str, c: str, k: str, v: str) -> None:
         now = datetime.now(UTC)
-        cur.execute(SQL_WRITE, (t, c, k, v, TASK_ID, now, now), prepare=True)
+        cur.execute(SQL_WRITE, (t, c, k, v, None, TASK_ID, now, now), prepare=True)
 
     def claim(t: str, c: str, k: str, v: str) -> bool:
         now = datetime.now(UTC)
-        cur.execute(SQL_CLAIM, (t, c, k, v, TASK_ID, now, now), prepare=True)
+        cur.execute(SQL_CLAIM, (t, c, k, v, None, TASK_ID, now, now), prepare=True)
         return cur.rowcount == 1
 
     ops: dict[str, SyncOp] = {
@@ -269,11 +269,11 @@ def psycopg_async_floor(conninfo: str, loop: asyncio.AbstractEventLoop) -> Conte
 
     async def write(t: str, c: str, k: str, v: str) -> None:
         now = datetime.now(UTC)
-        await cur.execute(SQL_WRITE, (t, c, k, v, TASK_ID, now, now), prepare=True)
+        await cur.execute(SQL_WRITE, (t, c, k, v, None, TASK_ID, now, now), prepare=True)
 
     async def claim(t: str, c: str, k: str, v: str) -> bool:
         now = datetime.now(UTC)
-        await cur.execute(SQL_CLAIM, (t, c, k, v, TASK_ID, now, now), prepare=True)
+        await cur.execute(SQL_CLAIM, (t, c, k, v, None, TASK_ID, now, now), prepare=True)
         return cur.rowcount == 1
 
     ops: dict[str, AsyncOp] = {

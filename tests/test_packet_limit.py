@@ -138,3 +138,28 @@ def test_e015_when_max_value_bytes_cannot_fit_the_packet(turnstate_settings: Any
 def test_e015_is_silent_on_other_databases(turnstate_settings: Any) -> None:
     turnstate_settings["MAX_VALUE_BYTES"] = 1 << 30
     assert check_packet_limit(databases=["default"]) == []
+
+
+def test_a_token_is_as_long_as_reckoned_for_every_size() -> None:
+    from cryptography.fernet import Fernet
+
+    from turnstate_app.encryption import largest_sealable, sealed_length
+
+    fernet = Fernet(Fernet.generate_key())
+    for size in (0, 1, 15, 16, 17, 1000, 4096, 65_537):
+        assert len(fernet.encrypt(b"x" * size)) == sealed_length(size)
+        assert largest_sealable(sealed_length(size)) >= size
+        assert sealed_length(largest_sealable(sealed_length(size))) <= sealed_length(size)
+
+
+@mysql_only
+@pytest.mark.django_db
+def test_e015_reckons_with_the_token_when_values_are_encrypted(turnstate_settings: Any) -> None:
+    from tests.encryption_support import KEY_A
+
+    limit = packet_limit(connections["default"])
+    turnstate_settings["MAX_VALUE_BYTES"] = limit * 6 // 10  # fits as plaintext, not as a token
+    assert check_packet_limit(databases=["default"]) == []
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    [error] = check_packet_limit(databases=["default"])
+    assert error.id == "turnstate.E015"

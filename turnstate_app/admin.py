@@ -27,7 +27,7 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext_lazy as _
 
 from turnstate_app import admin_display
-from turnstate_app.admin_display import VALUE_PREVIEW_CHARS, pretty
+from turnstate_app.admin_display import VALUE_PREVIEW_CHARS
 from turnstate_app.keyset import BadCursorError, cursor_of, keyset_after
 from turnstate_app.managers import CLAIM_FIELDS, EFFECTIVE_STATUS, GROUP_STATE, GROUP_STATES
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, RowKind, UnresumablePause
@@ -261,6 +261,7 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
         "kind",
         "pause",
         "task_id",
+        "encryption_key_id",
         "created_at",
         "updated_at",
         "pretty_value",
@@ -285,7 +286,7 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
             raise Http404
         if not self.has_view_permission(request, row):
             raise PermissionDenied
-        return HttpResponse(pretty(row.value), content_type="text/plain; charset=utf-8")
+        return HttpResponse(admin_display.shown_value(row), content_type="text/plain; charset=utf-8")
 
     @admin.display(description=_("thread id"))
     def thread(self, row: CheckpointMetadata) -> str:

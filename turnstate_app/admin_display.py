@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
 from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
+from turnstate_app.errors import UnreadableValueError
 from turnstate_app.models import CheckpointMetadata, Pause, RowKind
 from turnstate_app.turnstate import TURN_STATE_KEY_PREFIX
 
@@ -28,9 +29,17 @@ def pretty(raw: str) -> str:
         return raw
 
 
+def shown_value(row: CheckpointMetadata) -> str:
+    """The row's value as written (decrypted), or why it cannot be read (never any of it)."""
+    try:
+        return pretty(row.plain_value())
+    except UnreadableValueError as exc:
+        return _("(unreadable: %(reason)s)") % {"reason": exc}
+
+
 def value_block(row: CheckpointMetadata) -> SafeString:
     """The row's value, pretty-printed in a ``<pre>``; past the preview length, cut, with a link."""
-    text = pretty(row.value)
+    text = shown_value(row)
     if len(text) <= VALUE_PREVIEW_CHARS:
         return format_html('<pre class="turnstate-value">{}</pre>', text)
     whole = reverse("admin:turnstate_app_checkpointmetadata_value", args=[row.pk])

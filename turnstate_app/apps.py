@@ -13,6 +13,8 @@ class TurnstateConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models import Q
+
         from turnstate_app.checks import (
             check_contrib_migrations,
             check_databases,
@@ -20,9 +22,13 @@ class TurnstateConfig(AppConfig):
             check_settings,
         )
         from turnstate_app.conf import conf
+        from turnstate_app.models import CheckpointMetadata, RowKind
         from turnstate_app.ports.default import reset_default_store
         from turnstate_app.retention import erase_owned_pauses
+        from turnstate_app.sealed_tables import SealedTable, register
 
+        # Requests, turn states and answers are sealed; claims and heartbeats stay clear.
+        register(SealedTable(CheckpointMetadata, "value", scope=~Q(kind=RowKind.OTHER)))
         checks.register(check_settings, "turnstate")
         checks.register(check_packet_limit, "turnstate", checks.Tags.database)
         checks.register(check_databases, "turnstate")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 from typing import Any
@@ -61,6 +62,7 @@ def check_settings(**_: Any) -> list[CheckMessage]:
     messages += _check_handoff_timeout(raw)
     messages += _check_stalled_after(raw)
     messages += _check_agents(raw)
+    messages += _check_encryption(raw)
     return messages
 
 
@@ -246,6 +248,66 @@ def _check_agents(raw: dict[str, Any]) -> list[CheckMessage]:
     return messages
 
 
+def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
+    """E019: a key that is not a Fernet key. E020: keys without ``cryptography``. E021: a key ring
+    that does not import. Never a table scan: rows still clear are ``turnstate_rotate_keys --dry-run``'s."""
+    from turnstate_app.encryption import GENERATE_KEY, key_problem
+
+    keys = raw.get("ENCRYPTION_KEYS", [])
+    ring = raw.get("ENCRYPTION_KEY_RING")
+    messages: list[CheckMessage] = []
+    if not isinstance(keys, list | tuple):
+        problems = [f"must be a list of keys, not {type(keys).__name__}"]
+    else:
+        problems = [
+            f"key #{n} {problem}" for n, key in enumerate(keys) for problem in [key_problem(key)] if problem
+        ]
+    if problems:
+        messages.append(
+            Error(
+                f"TURNSTATE['ENCRYPTION_KEYS']: {'; '.join(problems)}.",
+                hint="Each key is a Fernet key (32 url-safe base64-encoded bytes); make one with: "
+                + GENERATE_KEY,
+                id="turnstate.E019",
+            )
+        )
+    if ring is not None:
+        try:
+            target = import_string(ring) if isinstance(ring, str) else None
+        except ImportError as exc:
+            target, detail = None, str(exc)
+        else:
+            detail = "not a dotted path" if target is None else "not callable"
+        if target is None or not callable(target):
+            messages.append(
+                Error(
+                    f"TURNSTATE['ENCRYPTION_KEY_RING'] = {ring!r} is unusable ({detail}).",
+                    hint="Give the dotted path of a callable(thread_id) -> list[str] of Fernet keys "
+                    "(the first encrypts, every one decrypts), or None to use ENCRYPTION_KEYS.",
+                    id="turnstate.E021",
+                )
+            )
+    if (keys or ring is not None) and not _importable("cryptography"):
+        messages.append(
+            Error(
+                "TURNSTATE sets encryption keys, but the 'cryptography' package is not installed: "
+                "no value could be written or read.",
+                hint="pip install 'turnstate-app[encryption]', or remove ENCRYPTION_KEYS and "
+                "ENCRYPTION_KEY_RING.",
+                id="turnstate.E020",
+            )
+        )
+    return messages
+
+
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
 def check_contrib_migrations(databases: Any = None, **_: Any) -> list[CheckMessage]:
     """W005: an installed integration whose tables are not migrated yet (a database check).
 
@@ -298,6 +360,7 @@ def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
         return []
     from django.db import connections, router
 
+    from turnstate_app.encryption import encryption_configured, largest_sealable, sealed_length
     from turnstate_app.models import CheckpointMetadata
     from turnstate_app.ports.packets import largest_fitting_value, packet_limit, required_packet
 
@@ -305,9 +368,12 @@ def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
     if alias not in databases or connections[alias].vendor != "mysql":
         return []
     limit = packet_limit(connections[alias])
-    needed = required_packet(conf.MAX_VALUE_BYTES)
+    encrypted = encryption_configured()  # a value then travels as its (longer) token
+    needed = required_packet(sealed_length(conf.MAX_VALUE_BYTES) if encrypted else conf.MAX_VALUE_BYTES)
     if needed <= limit:
         return []
+    fitting = largest_fitting_value(limit)
+    fitting = largest_sealable(fitting) if encrypted else fitting
     return [
         Error(
             f"TURNSTATE['MAX_VALUE_BYTES'] = {conf.MAX_VALUE_BYTES} does not fit database {alias!r}: "
@@ -315,7 +381,7 @@ def check_packet_limit(databases: Any = None, **_: Any) -> list[CheckMessage]:
             f"max_allowed_packet is {limit}.",
             hint=f"Set max_allowed_packet={needed} or more on the server (the [mysqld] section of its "
             f"configuration, or SET GLOBAL max_allowed_packet={needed}), or lower "
-            f"TURNSTATE['MAX_VALUE_BYTES'] to {largest_fitting_value(limit)} or less; until then such "
+            f"TURNSTATE['MAX_VALUE_BYTES'] to {fitting} or less; until then such "
             "values are refused with a field error.",
             id="turnstate.E015",
         )

@@ -19,6 +19,10 @@ DEFAULTS: dict[str, Any] = {
     "TOKEN_MAX_AGE": 7 * 24 * 3600,
     # Values larger than this (UTF-8 bytes) are refused by the port before writing.
     "MAX_VALUE_BYTES": 8 * 1024 * 1024,
+    # Fernet keys (str) for the values at rest: the first encrypts, every one decrypts. Empty: clear.
+    "ENCRYPTION_KEYS": [],
+    # Dotted path of callable(thread_id) -> list[str] of Fernet keys: per-thread (per-tenant) keys.
+    "ENCRYPTION_KEY_RING": None,
     # Dotted path of callable(ResumedPause), called after an answer is committed.
     "RESUME_HANDLER": None,
     # Seconds the one who answered waits, at most, for RESUME_HANDLER; it keeps running after.
@@ -89,6 +93,16 @@ class TurnstateSettings:
     @property
     def MAX_VALUE_BYTES(self) -> int:  # noqa: N802
         return int(self._get("MAX_VALUE_BYTES"))
+
+    @property
+    def ENCRYPTION_KEYS(self) -> list[str]:  # noqa: N802
+        value = self._get("ENCRYPTION_KEYS")
+        return list(value) if isinstance(value, list | tuple) else []
+
+    @property
+    def ENCRYPTION_KEY_RING(self) -> str | None:  # noqa: N802
+        value = self._get("ENCRYPTION_KEY_RING")
+        return None if value is None else str(value)
 
     @property
     def RESUME_HANDLER(self) -> str | None:  # noqa: N802

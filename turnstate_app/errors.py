@@ -40,6 +40,14 @@ class TokenSignatureError(PayloadBindingError):
     """
 
 
+class UnreadableValueError(PayloadBindingError):
+    """A value stored encrypted whose key is not configured (any more), or which fails authentication.
+
+    An unreadable record, never a crash: the message names the thread and the key id, never
+    the value. Dropping a tenant's keys makes each of its rows one of these (crypto-shredding).
+    """
+
+
 class PauseAlreadyAnsweredError(TurnStateError):
     """The pause's token was already consumed."""
 

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.choices import PauseStatus, RowKind
 from turnstate_app.contracts import PauseClaims
+from turnstate_app.encryption import KEY_ID_LENGTH, unseal_text
 from turnstate_app.keys import (
     ANSWER_KEY_PREFIX,
     ASK_USER_REQUEST_KEY_PREFIX,
@@ -90,6 +91,13 @@ class CheckpointMetadata(models.Model):
         blank=True,
         help_text=_("The run that wrote the row, when known."),
     )
+    encryption_key_id = models.CharField(
+        _("encryption key id"),
+        max_length=KEY_ID_LENGTH,
+        null=True,
+        blank=True,
+        help_text=_("The id of the key the value is encrypted with; empty when it is stored clear."),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     kind = models.GeneratedField(
@@ -115,6 +123,12 @@ class CheckpointMetadata(models.Model):
 
     def __str__(self) -> str:
         return f"{self.thread_id} / {self.checkpoint_id} / {self.key}"
+
+    def plain_value(self) -> str:
+        """The value as written, decrypted when stored encrypted.
+
+        ``UnreadableValueError`` when its key is not configured (any more)."""
+        return unseal_text(self.value, self.encryption_key_id, thread_id=self.thread_id)
 
 
 class Pause(models.Model):

@@ -13,9 +13,11 @@ from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Concat
 
 from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
+from turnstate_app.errors import UnreadableValueError
 from turnstate_app.models import CheckpointMetadata, Pause
+from turnstate_app.ports.sealing import read_value
 
-__all__ = ["answer_row", "parsed", "request_row", "with_request"]
+__all__ = ["answer_row", "parsed", "request_of", "request_row", "with_request"]
 
 
 def request_row() -> QuerySet[CheckpointMetadata]:
@@ -35,8 +37,23 @@ def answer_row() -> QuerySet[CheckpointMetadata]:
 
 
 def with_request(pauses: QuerySet[Pause]) -> QuerySet[Pause]:
-    """Annotates ``request_value``: the stored text of each pause's request, or None."""
-    return pauses.annotate(request_value=Subquery(request_row().values("value")[:1]))
+    """Annotates ``request_value`` (the stored text of each pause's request, or None) and
+    ``request_key_id`` (the key it is encrypted with; None: clear), in the same query."""
+    return pauses.annotate(
+        request_value=Subquery(request_row().values("value")[:1]),
+        request_key_id=Subquery(request_row().values("encryption_key_id")[:1]),
+    )
+
+
+def request_of(pause: Pause) -> Any:
+    """The request :func:`with_request` annotated, decrypted and parsed; None when absent or unreadable."""
+    stored: str | None = getattr(pause, "request_value", None)
+    if stored is None:
+        return None
+    try:
+        return parsed(read_value(pause.thread_id, stored, getattr(pause, "request_key_id", None)))
+    except UnreadableValueError:
+        return None
 
 
 def parsed(raw: str | None) -> Any:

@@ -13,9 +13,10 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from turnstate_app.errors import UnreadableValueError
 from turnstate_app.managers import CLAIM_FIELDS, GROUP_STATES
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, UnresumablePause
-from turnstate_app.pause_rows import parsed
+from turnstate_app.pause_rows import request_of
 from turnstate_app.pauses import ResumedPause
 
 
@@ -36,13 +37,14 @@ class EffectiveStatusField(serializers.ReadOnlyField):
     }
 )
 class RequestField(serializers.Field):  # type: ignore[type-arg]
-    """The pause's request, read from the ``request_value`` annotation (one query per page)."""
+    """The pause's request, read from the ``request_value`` annotation (one query per page),
+    decrypted; null when its key is gone, like a row that is gone."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(source="request_value", read_only=True, **kwargs)
+        super().__init__(source="*", read_only=True, **kwargs)
 
     def to_representation(self, value: Any) -> Any:
-        return parsed(value)
+        return request_of(value)
 
 
 @extend_schema_field(
@@ -188,12 +190,59 @@ class CheckpointRowSerializer(serializers.ModelSerializer[CheckpointMetadata]):
         read_only_fields = fields
 
 
+@extend_schema_field(
+    {
+        "type": "string",
+        "nullable": True,
+        "readOnly": True,
+        "description": _(
+            "The stored text as written (decrypted); null when it cannot be read (see unreadable)."
+        ),
+    }
+)
+class PlainValueField(serializers.Field):  # type: ignore[type-arg]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        return readable_value(value)[0]
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "nullable": True,
+        "readOnly": True,
+        "description": _(
+            "Why the value cannot be read (its encryption key is not configured); null when it can."
+        ),
+    }
+)
+class UnreadableField(serializers.Field):  # type: ignore[type-arg]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        return readable_value(value)[1]
+
+
 @extend_schema_serializer(component_name="TurnstateCheckpointDetail")
 class CheckpointDetailSerializer(serializers.ModelSerializer[CheckpointMetadata]):
+    value = PlainValueField()
+    unreadable = UnreadableField()
+
     class Meta:
         model = CheckpointMetadata
-        fields = (*CHECKPOINT_LIST_FIELDS, "value")
+        fields = (*CHECKPOINT_LIST_FIELDS, "value", "unreadable")
         read_only_fields = fields
+
+
+def readable_value(row: CheckpointMetadata) -> tuple[str | None, str | None]:
+    """The row's value as written, or None and why not (never any of the stored value)."""
+    try:
+        return row.plain_value(), None
+    except UnreadableValueError as exc:
+        return None, str(exc)
 
 
 ERROR_CODES = (

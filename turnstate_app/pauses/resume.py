@@ -153,13 +153,13 @@ class TurnSource(Protocol):
 class ReadTurn:
     """The turn-state row as the ledger query found it, loaded exactly as the store loads one."""
 
-    raw: str | None
-    request_recorded: bool
+    found: ledger_rows.LedgerRead
 
     def load_sync(self, claims: PauseClaims) -> TurnCheckpoint:
-        if self.raw is None:
-            refuse_missing(claims, request_recorded=self.request_recorded)
-        return checkpoint_from_record(claims, self.raw)
+        raw = self.found.turn_state_text(claims.thread_id)
+        if raw is None:
+            refuse_missing(claims, request_recorded=self.found.request_recorded)
+        return checkpoint_from_record(claims, raw)
 
 
 def read_pause(
@@ -171,7 +171,7 @@ def read_pause(
     found = ledger_rows.read_pause(using=using, claims=claims, now=now)
     if found.pause is None:
         raise _not_in_ledger(claims.jti)
-    return found.pause, ReadTurn(found.turn_state, found.request_recorded)
+    return found.pause, ReadTurn(found)
 
 
 def ledger_row(using: str, jti: str, now: datetime) -> Pause:

@@ -33,6 +33,7 @@ from turnstate_app.managers import EFFECTIVE_STATUS, consumed_values, effective_
 from turnstate_app.ports.execution import run_statement
 from turnstate_app.ports.limits import require_write
 from turnstate_app.ports.model import whole_transaction_writes, writes_as_defined
+from turnstate_app.ports.sealing import read_value, stored_value
 from turnstate_app.ports.statements import statements_for
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -81,6 +82,7 @@ def _statements(alias: str) -> _Statements:
     read_prefix = f"SELECT {', '.join(f'{table}.{quote(f.column)}' for f in read_fields)}, "
     read_suffix = (
         f", (SELECT {row_column('value')} FROM {rows_table} WHERE {at}), "
+        f"(SELECT {row_column('encryption_key_id')} FROM {rows_table} WHERE {at}), "
         f"(SELECT 1 FROM {rows_table} WHERE {at}) "
         f"FROM {table} WHERE {table}.{column('jti')} = %s"
     )
@@ -103,11 +105,21 @@ def _statements(alias: str) -> _Statements:
 
 @dataclass(frozen=True)
 class LedgerRead:
-    """A pause's ledger row (None: no row) with its turn state's stored text, as one query found them."""
+    """A pause's ledger row (None: no row) with its turn state's stored text, as one query found them.
+
+    The turn state is decrypted only when it is loaded (:meth:`turn_state_text`), after the checks
+    that come first, so an answered pause with a lost key still says "already answered"."""
 
     pause: Any
     turn_state: str | None
+    turn_state_key_id: str | None
     request_recorded: bool
+
+    def turn_state_text(self, thread_id: str) -> str | None:
+        """The turn state as written; ``UnreadableValueError`` when its key is gone."""
+        if self.turn_state is None:
+            return None
+        return read_value(thread_id, self.turn_state, self.turn_state_key_id)
 
 
 def read_pause(*, using: str, claims: PauseClaims, now: datetime) -> LedgerRead:
@@ -124,13 +136,15 @@ def read_pause(*, using: str, claims: PauseClaims, now: datetime) -> LedgerRead:
         *place,
         turn_state_key(claims),
         *place,
+        turn_state_key(claims),
+        *place,
         payload_key(claims),
         claims.jti,
     )
     sql = statements.read_prefix + status + statements.read_suffix
     _, row = run_statement(connection, sql, params)
     if row is None:
-        return LedgerRead(None, None, False)
+        return LedgerRead(None, None, None, False)
     width = len(statements.read_fields)
     values = list(row[:width])
     for i, expression, converters in statements.read_converters:
@@ -139,7 +153,9 @@ def read_pause(*, using: str, claims: PauseClaims, now: datetime) -> LedgerRead:
     pause = _models()[0].from_db(using, [f.attname for f in statements.read_fields], values)
     setattr(pause, EFFECTIVE_STATUS, row[width])
     turn_state = row[width + 1]
-    return LedgerRead(pause, None if turn_state is None else str(turn_state), row[width + 2] is not None)
+    return LedgerRead(
+        pause, None if turn_state is None else str(turn_state), row[width + 2], row[width + 3] is not None
+    )
 
 
 def consume_and_answer(
@@ -215,7 +231,8 @@ def _consume_answering(
     )
     consume, consume_params = consume_statement(connection, using, claims.jti, now, trace)
     stamp = connection.ops.adapt_datetimefield_value(now)
-    row = (claims.thread_id, claims.checkpoint_id, key, answer_value, claims.run_id, stamp, stamp)
+    stored, key_id = stored_value(claims.thread_id, key, answer_value)
+    row = (claims.thread_id, claims.checkpoint_id, key, stored, key_id, claims.run_id, stamp, stamp)
     sql = f"WITH won AS ({consume} RETURNING 1) {_statements(using).answer_upsert}"
     rowcount, _ = run_statement(connection, sql, (*consume_params, *row), first_row=False)
     return rowcount == 1

@@ -26,6 +26,7 @@ from turnstate_app.conf import conf
 from turnstate_app.ports.execution import run_statement
 from turnstate_app.ports.limits import require_row_ids, require_write
 from turnstate_app.ports.packets import require_fits_packet, to_wire
+from turnstate_app.ports.sealing import read_value, stored_value
 from turnstate_app.ports.statements import statements_for
 
 _read_primary: ContextVar[bool] = ContextVar("turnstate_read_primary", default=False)
@@ -109,7 +110,7 @@ class ModelCheckpointCommandPort:
         connection = connections[alias]
         require_row_ids(thread_id, checkpoint_id, key, vendor=connection.vendor)
         _, row = run_statement(connection, statements_for(alias).read, (thread_id, checkpoint_id, key))
-        return None if row is None else str(row[0])
+        return None if row is None else read_value(thread_id, str(row[0]), row[1])
 
     def write_metadata_sync(
         self, *, thread_id: str, checkpoint_id: str, key: str, value: str, task_id: str | None
@@ -152,11 +153,12 @@ class ModelCheckpointCommandPort:
         )
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         sql = getattr(statements_for(alias), statement)
+        value, key_id = stored_value(thread_id, key, value)
         if vendor == "mysql":  # as base64, which escaping cannot grow past the packet
-            params = (thread_id, checkpoint_id, key, to_wire(value), task_id, now, now)
+            params = (thread_id, checkpoint_id, key, to_wire(value), key_id, task_id, now, now)
             require_fits_packet(connection, sql, params)
         else:
-            params = (thread_id, checkpoint_id, key, value, task_id, now, now)
+            params = (thread_id, checkpoint_id, key, value, key_id, task_id, now, now)
         if not connection.in_atomic_block or _whole_transaction.get():
             return run_statement(connection, sql, params, first_row=False)[0]
         # Inside the caller's transaction: a savepoint, so a refused write leaves it usable.

@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import Capability
 
+from tests.encryption_support import KEY_A
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -72,10 +73,20 @@ def test_the_suite_has_the_capabilities_this_module_expects() -> None:
     assert sum(EXPECTED.values()) == 81
 
 
-@pytest.mark.parametrize("saver_class", [DjangoCheckpointSaver, SyncPathSaver], ids=["async", "sync"])
+@pytest.mark.parametrize(
+    ("saver_class", "encrypted"),
+    [(DjangoCheckpointSaver, False), (SyncPathSaver, False), (DjangoCheckpointSaver, True)],
+    ids=["async", "sync", "async-encrypted"],
+)
 async def test_conformance(
-    saver_class: type[DjangoCheckpointSaver], capsys: pytest.CaptureFixture[str]
+    saver_class: type[DjangoCheckpointSaver],
+    encrypted: bool,
+    capsys: pytest.CaptureFixture[str],
+    turnstate_settings: dict[str, Any],
 ) -> None:
+    if encrypted:  # every value at rest a Fernet token: the saver behaves the same
+        turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+
     @checkpointer_test(name=f"DjangoCheckpointSaver-{saver_class.__name__}")
     async def factory() -> AsyncIterator[DjangoCheckpointSaver]:
         yield saver_class()

@@ -67,6 +67,7 @@ class CheckpointAdmin(ReadOnlyAdmin):
         "parent_checkpoint_id",
         "run_id",
         "type",
+        "encryption_key_id",
         "created_at",
         "metadata",
     )

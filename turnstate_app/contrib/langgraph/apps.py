@@ -12,8 +12,14 @@ class LangGraphConfig(AppConfig):
 
     def ready(self) -> None:
         from turnstate_app.contrib.langgraph.checks import check_serde_policy
+        from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
         from turnstate_app.contrib.langgraph.retention import connect_retention
+        from turnstate_app.sealed_tables import SealedTable, register
 
+        # What turnstate_rotate_keys re-encrypts: every serialized value (the metadata stays clear).
+        register(SealedTable(Checkpoint, "checkpoint", binary=True))
+        register(SealedTable(ChannelBlob, "blob", binary=True))
+        register(SealedTable(CheckpointWrite, "blob", binary=True))
         checks.register(check_serde_policy, "turnstate")
         # The core's erasure and purge announce the threads they cleared; the saver's rows follow.
         connect_retention()

@@ -146,14 +146,16 @@ def _delete_unreferenced_values(alias: str, spaces: set[tuple[str, str]], serde:
     threads = sorted({thread_id for thread_id, _ in spaces})
     referenced: set[tuple[str, str, str, str]] = set()
     for part in chunks(threads):
-        for thread_id, ns_key, checkpoint_id, type_, blob in (
+        for thread_id, ns_key, checkpoint_id, type_, blob, key_id in (
             Checkpoint.objects.using(alias)
             .filter(thread_id__in=part)
-            .values_list("thread_id", "ns_hash", "checkpoint_id", "type", "checkpoint")
+            .values_list("thread_id", "ns_hash", "checkpoint_id", "type", "checkpoint", "encryption_key_id")
         ):
             if (thread_id, ns_key) not in spaces:
                 continue
-            body = loads(serde, type_, blob, BODY_WHAT, checkpoint_id, thread_id)
+            body = loads(
+                serde, type_, blob, BODY_WHAT, checkpoint_id, thread_id, key_id=key_id, thread_id=thread_id
+            )
             for channel, version in body["channel_versions"].items():
                 referenced.add((thread_id, ns_key, channel, str(version)))
     unreferenced: list[Any] = []

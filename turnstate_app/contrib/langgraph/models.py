@@ -24,8 +24,10 @@ from turnstate_app.contrib.langgraph.keys import (
     SHORT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
 )
+from turnstate_app.encryption import KEY_ID_LENGTH
 
 TYPE_MAX_LENGTH = 32
+KEY_ID_HELP = _("The id of the key the serialized value is encrypted with; empty when it is stored clear.")
 
 # LangGraph's channels for interrupts and their answers (``langgraph.checkpoint.serde.types``).
 INTERRUPT_CHANNEL = "__interrupt__"
@@ -95,6 +97,9 @@ class Checkpoint(models.Model):
     )
     type = models.CharField(_("serialization type"), max_length=TYPE_MAX_LENGTH)
     checkpoint = models.BinaryField(_("checkpoint"))
+    encryption_key_id = models.CharField(
+        _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
+    )
     metadata = models.JSONField(_("metadata"), default=dict)
     created_at = models.DateTimeField(_("created at"))
 
@@ -138,6 +143,9 @@ class ChannelBlob(models.Model):
     version = models.CharField(_("version"), max_length=SHORT_ID_MAX_LENGTH)
     type = models.CharField(_("serialization type"), max_length=TYPE_MAX_LENGTH)
     blob = models.BinaryField(_("value"), null=True)
+    encryption_key_id = models.CharField(
+        _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
+    )
 
     class Meta:
         verbose_name = _("LangGraph channel value")
@@ -166,6 +174,9 @@ class CheckpointWrite(models.Model):
     channel = models.CharField(_("channel"), max_length=NAME_MAX_LENGTH)
     type = models.CharField(_("serialization type"), max_length=TYPE_MAX_LENGTH)
     blob = models.BinaryField(_("value"))
+    encryption_key_id = models.CharField(
+        _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
+    )
 
     class Meta:
         verbose_name = _("LangGraph pending write")

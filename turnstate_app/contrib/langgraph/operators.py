@@ -24,6 +24,7 @@ from typing import Any
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.interrupts import SCOPE_PREFIX
 from turnstate_app.contrib.langgraph.ledger import speaking_for
 from turnstate_app.contrib.langgraph.models import INTERRUPT_CHANNEL, Checkpoint, CheckpointWrite
@@ -110,7 +111,11 @@ def unpaused_interrupts(*, saver: Any = None, now: datetime | None = None) -> li
     )
     found: list[Orphan] = []
     for thread_id in threads:
-        checkpoint_id, created, waiting = waiting_at_head(saver, thread_id)
+        try:
+            checkpoint_id, created, waiting = waiting_at_head(saver, thread_id)
+        except UnreadableCheckpointError:
+            continue  # its pending pauses are listed as stranded; the rows by turnstate_rotate_keys
+
         if checkpoint_id is None or not waiting:
             continue
         spoken = set(
@@ -128,6 +133,12 @@ def unpaused_interrupts(*, saver: Any = None, now: datetime | None = None) -> li
     return found
 
 
+UNREADABLE = (
+    "the pause is pending, and its thread's head checkpoint cannot be read "
+    "(corrupt, or its encryption key is not configured)"
+)
+
+
 def stranded_pauses(*, saver: Any = None, now: datetime | None = None) -> list[Orphan]:
     """Pending pauses naming an interrupt that is not pending at their thread's head."""
     saver = saver or _saver()
@@ -142,7 +153,11 @@ def stranded_pauses(*, saver: Any = None, now: datetime | None = None) -> list[O
         by_thread.setdefault(pause.thread_id, []).append(pause)
     found: list[Orphan] = []
     for thread_id, members in by_thread.items():
-        _, _, waiting = waiting_at_head(saver, thread_id)
+        try:
+            _, _, waiting = waiting_at_head(saver, thread_id)
+            reason = STRANDED
+        except UnreadableCheckpointError:  # e.g. its encryption key was dropped: nothing can continue it
+            waiting, reason = {}, UNREADABLE
         found += [
             Orphan(
                 "stranded_pause",
@@ -151,7 +166,7 @@ def stranded_pauses(*, saver: Any = None, now: datetime | None = None) -> list[O
                 str(pause.interrupt_id),
                 pause.jti,
                 pause.created_at,
-                STRANDED,
+                reason,
             )
             for pause in members
             if pause.interrupt_id not in waiting

@@ -1,8 +1,11 @@
 """Turning LangGraph's values into the saver's rows and back, through the serializer.
 
 Every decode goes through :func:`loads`, which names the row it read when it fails:
-a corrupt blob, an unknown serialization type or a refused constructor becomes an
-:class:`UnreadableCheckpointError`, never a partial value.
+a corrupt blob, an unknown serialization type, a refused constructor or a value whose
+encryption key is gone becomes an :class:`UnreadableCheckpointError`, never a partial value.
+Every serialized value (the checkpoint's body, with its inline channel values; each channel
+value row; each pending write) is sealed with :mod:`turnstate_app.encryption` under its
+thread's key, its key id in the row's own column.
 """
 
 from __future__ import annotations
@@ -16,19 +19,34 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointTupl
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
+from turnstate_app.encryption import seal, unseal
 
 EMPTY = "empty"  # a channel with a version but no value (LangGraph's own savers store the same)
 INLINE_MAX = 4096  # serialized bytes up to which a channel value is kept inside the checkpoint's own row
 
-# (thread_id, ns_hash, channel, version) -> (type, blob); (thread_id, ns_hash, checkpoint_id) -> writes
-BlobMap = dict[tuple[str, str, str, str], tuple[str, bytes | None]]
-WriteMap = dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]]
+# (thread, ns_hash, channel, version) -> (type, blob, key id); (thread, ns_hash, checkpoint_id) -> writes
+BlobMap = dict[tuple[str, str, str, str], tuple[str, bytes | None, str | None]]
+Write = tuple[str, str, int, str, str, bytes, str | None]  # path, task, idx, channel, type, blob, key id
+WriteMap = dict[tuple[str, str, str], list[Write]]
+CHECKPOINT_WIDTH = 7
+"""Columns of a checkpoint row as read (``statements.CHECKPOINT_SELECT``)."""
 
 
-def loads(serde: SerializerProtocol, type_: str, data: Any, what: str, *parts: Any) -> Any:
-    """One stored value; ``what.format(*parts)`` names it in the error (spelt only on failure)."""
+def loads(
+    serde: SerializerProtocol,
+    type_: str,
+    data: Any,
+    what: str,
+    *parts: Any,
+    key_id: str | None = None,
+    thread_id: str = "",
+) -> Any:
+    """One stored value, decrypted when ``key_id`` says it is sealed (with ``thread_id``'s keys);
+    ``what.format(*parts)`` names it in the error (spelt only on failure)."""
     try:
         blob = data if type(data) is bytes else b"" if data is None else bytes(data)
+        if key_id is not None:
+            blob = unseal(blob, key_id, thread_id=thread_id)
         return serde.loads_typed((type_, blob))
     except Exception as exc:
         name = what.format(*parts)
@@ -61,7 +79,8 @@ def write_rows(
     thread_id, ns_key, checkpoint_id = place
     params: list[Any] = []
     for position, (channel, value) in enumerate(writes):
-        type_, blob = serde.dumps_typed(value)
+        type_, data = serde.dumps_typed(value)
+        blob, key_id = seal(data, thread_id=thread_id)
         params += (
             thread_id,
             ns_key,
@@ -72,6 +91,7 @@ def write_rows(
             channel,
             type_,
             blob,
+            key_id,
         )
     return params
 
@@ -80,12 +100,12 @@ def split_values(rows: Iterable[Sequence[Any]]) -> tuple[BlobMap, WriteMap]:
     """The rows of :func:`~turnstate_app.contrib.langgraph.statements.get_values`, by place."""
     blobs: BlobMap = {}
     writes: WriteMap = {}
-    for kind, thread_id, ns, channel, version_or_id, type_, blob, task_id, task_path, idx in rows:
+    for kind, thread_id, ns, channel, version_or_id, type_, blob, task_id, task_path, idx, key_id in rows:
         if kind == 0:
-            blobs[(thread_id, ns, channel, version_or_id)] = (type_, blob)
+            blobs[(thread_id, ns, channel, version_or_id)] = (type_, blob, key_id)
         else:
             writes.setdefault((thread_id, ns, version_or_id), []).append(
-                (task_path or "", task_id, int(idx), channel, type_, blob)
+                (task_path or "", task_id, int(idx), channel, type_, blob, key_id)
             )
     return blobs, writes
 
@@ -101,16 +121,26 @@ def build_tuple(
     writes: WriteMap,
 ) -> CheckpointTuple:
     """A :class:`CheckpointTuple` from a checkpoint row, its decoded body and the values fetched for it."""
-    _ns, checkpoint_id, parent_id, _type, _blob, metadata = row
+    _ns, checkpoint_id, parent_id, _type, _blob, _key_id, metadata = row
     inline = body.get("channel_values") or {}
     values: dict[str, Any] = {}
     for channel, version in body["channel_versions"].items():
-        found = inline.get(channel)
+        found = inline.get(channel)  # [type, data]: decrypted with the body
+        key_id = None
         if found is None:
             found = blobs.get((thread_id, ns_key, channel, str(version)))
+            key_id = None if found is None else found[2]
         if found is not None and found[0] != EMPTY:
             values[channel] = loads(
-                serde, found[0], found[1], CHANNEL_WHAT, channel, thread_id, checkpoint_id
+                serde,
+                found[0],
+                found[1],
+                CHANNEL_WHAT,
+                channel,
+                thread_id,
+                checkpoint_id,
+                key_id=key_id,
+                thread_id=thread_id,
             )
     body["channel_values"] = values  # the body is this call's own, freshly decoded
     pending = writes.get((thread_id, ns_key, checkpoint_id))
@@ -120,9 +150,21 @@ def build_tuple(
             (
                 task_id,
                 channel,
-                loads(serde, type_, blob, WRITE_WHAT, task_id, idx, channel, thread_id, checkpoint_id),
+                loads(
+                    serde,
+                    type_,
+                    blob,
+                    WRITE_WHAT,
+                    task_id,
+                    idx,
+                    channel,
+                    thread_id,
+                    checkpoint_id,
+                    key_id=key_id,
+                    thread_id=thread_id,
+                ),
             )
-            for _path, task_id, idx, channel, type_, blob in pending
+            for _path, task_id, idx, channel, type_, blob, key_id in pending
         ]
     else:
         pending_writes = []
@@ -140,14 +182,14 @@ WRITE_WHAT = "write {0!r}/{1} to {2!r} of thread {3!r}, checkpoint {4!r}"
 BODY_WHAT = "checkpoint {0!r} of thread {1!r}"
 
 
-def _write_order(write: tuple[str, str, int, str, str, bytes]) -> tuple[Any, ...]:
+def _write_order(write: Write) -> tuple[Any, ...]:
     return writes_sort_key(write[0], write[1], write[2])
 
 
 def decode_body(serde: SerializerProtocol, thread_id: str, row: Sequence[Any]) -> dict[str, Any]:
     """The checkpoint without its channel values (``channel_values``: the inline ones, serialized)."""
-    _ns, checkpoint_id, _parent, type_, blob, _metadata = row
-    body = loads(serde, type_, blob, BODY_WHAT, checkpoint_id, thread_id)
+    _ns, checkpoint_id, _parent, type_, blob, key_id, _metadata = row
+    body = loads(serde, type_, blob, BODY_WHAT, checkpoint_id, thread_id, key_id=key_id, thread_id=thread_id)
     if not isinstance(body, dict) or not isinstance(body.get("channel_versions"), dict):
         raise UnreadableCheckpointError(
             f"checkpoint {checkpoint_id!r} of thread {thread_id!r} cannot be read: not a checkpoint"

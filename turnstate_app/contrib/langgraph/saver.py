@@ -6,7 +6,9 @@ connection: :mod:`.connections`): no second pool, Django's transactions,
 query logging and error translation apply. ``get_tuple`` is one query (plus one
 for values too large to travel inside the checkpoint's row), ``put`` and ``put_writes``
 one statement each (``put`` two in a transaction on SQLite and MariaDB when large values
-change), ``list`` one query plus one per hundred checkpoints with large values.
+change), ``list`` one query plus one per hundred checkpoints with large values. Every
+serialized value is encrypted at rest when keys are configured (:mod:`turnstate_app.encryption`),
+its key id travelling in the same statement.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from turnstate_app.contrib.langgraph.keys import (
 )
 from turnstate_app.contrib.langgraph.ledger import strand_pauses
 from turnstate_app.contrib.langgraph.rows import (
+    CHECKPOINT_WIDTH,
     build_tuple,
     decode_body,
     split_body,
@@ -60,6 +63,7 @@ from turnstate_app.contrib.langgraph.rows import (
     write_rows,
 )
 from turnstate_app.contrib.langgraph.serde import default_serde
+from turnstate_app.encryption import seal
 
 PAGE = 100  # checkpoints whose values one query of ``list`` fetches
 
@@ -165,11 +169,13 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             found = fetch(connection, sql, params)
             if not found:
                 return None
-            row = found[0][:6]
+            row = found[0][:CHECKPOINT_WIDTH]
             body = decode_body(self.serde, thread_id, row)
             blobs = self._blobs(connection, [(thread_id, ns_key, body)]) if stored_elsewhere(body) else {}
-        # the checkpoint's 6 columns, then a write's: task_id, path, idx, channel, type, blob
-        writes = [(r[7] or "", r[6], int(r[8]), r[9], r[10], r[11]) for r in found if r[6] is not None]
+        # the checkpoint's 7 columns, then a write's: task_id, path, idx, channel, type, blob, key id
+        writes = [
+            (r[8] or "", r[7], int(r[9]), r[10], r[11], r[12], r[13]) for r in found if r[7] is not None
+        ]
         return build_tuple(
             self.serde, thread_id, ns, ns_key, row, body, blobs, {(thread_id, ns_key, row[1]): writes}
         )
@@ -261,18 +267,18 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
                 given = (thread_id, ns_key, checkpoint_id or None, before_id or None)
                 params = [p for p in given if p is not None] + ([max(limit, 0)] if limit is not None else [])
                 fetched = []
-                # thread, ns_hash, the checkpoint's 6 columns, then a write's 6 (NULL: none)
+                # thread, ns_hash, the checkpoint's 7 columns, then a write's 7 (NULL: none)
                 for r in fetch(connection, sql, params):
                     place = (r[0], r[1], r[3])
                     found = writes.get(place)
                     if found is None:
                         found = writes[place] = []
-                        fetched.append(r[:8])
-                    if r[8] is not None:
-                        found.append((r[9] or "", r[8], int(r[10]), r[11], r[12], r[13]))
+                        fetched.append(r[:9])
+                    if r[9] is not None:
+                        found.append((r[10] or "", r[9], int(r[11]), r[12], r[13], r[14], r[15]))
             for start in range(0, len(fetched), PAGE):
                 page = [
-                    (r[0], r[1], r[2:8], decode_body(self.serde, r[0], r[2:8]))
+                    (r[0], r[1], r[2:9], decode_body(self.serde, r[0], r[2:9]))
                     for r in fetched[start : start + PAGE]
                 ]
                 elsewhere = [
@@ -345,10 +351,12 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             checkpoint_id_of(parent_id)
         for channel, version in new_versions.items():
             version_of(channel, version)
-        (body_type, body_blob), value_rows = split_body(self.serde, checkpoint, new_versions)
+        (body_type, body_data), value_rows = split_body(self.serde, checkpoint, new_versions)
+        body_blob, body_key_id = seal(body_data, thread_id=thread_id)
         blob_params: builtins.list[Any] = []
-        for row in value_rows:
-            blob_params += [thread_id, ns_key, *row]
+        for channel, version, type_, data in value_rows:
+            blob, key_id = (None, None) if data is None else seal(data, thread_id=thread_id)
+            blob_params += [thread_id, ns_key, channel, version, type_, blob, key_id]
         stored_metadata = get_serializable_checkpoint_metadata(config, metadata)
         run_id = stored_metadata.get("run_id")
         if run_id is not None:
@@ -365,6 +373,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
                 run_id,
                 body_type,
                 body_blob,
+                body_key_id,
                 connection.ops.adapt_json_value(stored_metadata, None),
                 _created_at(connection),
             ]

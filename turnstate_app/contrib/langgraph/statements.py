@@ -25,10 +25,11 @@ CHECKPOINT_COLUMNS = (
     "run_id",
     "type",
     "checkpoint",
+    "encryption_key_id",
     "metadata",
     "created_at",
 )
-BLOB_COLUMNS = ("thread_id", "ns_hash", "channel", "version", "type", "blob")
+BLOB_COLUMNS = ("thread_id", "ns_hash", "channel", "version", "type", "blob", "encryption_key_id")
 WRITE_COLUMNS = (
     "thread_id",
     "ns_hash",
@@ -39,19 +40,28 @@ WRITE_COLUMNS = (
     "channel",
     "type",
     "blob",
+    "encryption_key_id",
 )
 _CHECKPOINT_KEY = ("thread_id", "ns_hash", "checkpoint_id")
 _BLOB_KEY = ("thread_id", "ns_hash", "channel", "version")
 _WRITE_KEY = ("thread_id", "ns_hash", "checkpoint_id", "task_id", "idx")
-_CHECKPOINT_OVERWRITE = ("parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata")
-_WRITE_OVERWRITE = ("task_path", "channel", "type", "blob")
-# What a checkpoint read returns, in this order.
+_CHECKPOINT_OVERWRITE = (
+    "parent_checkpoint_id",
+    "run_id",
+    "type",
+    "checkpoint",
+    "encryption_key_id",
+    "metadata",
+)
+_WRITE_OVERWRITE = ("task_path", "channel", "type", "blob", "encryption_key_id")
+# What a checkpoint read returns, in this order (rows.CHECKPOINT_WIDTH columns).
 CHECKPOINT_SELECT = (
     "checkpoint_ns",
     "checkpoint_id",
     "parent_checkpoint_id",
     "type",
     "checkpoint",
+    "encryption_key_id",
     "metadata",
 )
 
@@ -144,7 +154,7 @@ def put_checkpoint_and_blobs(alias: str, rows: int) -> str | None:
     return f"WITH blobs AS ({put_blobs(alias, rows)}) {put_checkpoint(alias)}"
 
 
-WRITE_SELECT = ("task_id", "task_path", "idx", "channel", "type", "blob")
+WRITE_SELECT = ("task_id", "task_path", "idx", "channel", "type", "blob", "encryption_key_id")
 
 
 @cache
@@ -213,9 +223,9 @@ def get_values(alias: str, blob_groups: tuple[int, ...], write_groups: tuple[int
     ``blob_groups``: for each (thread, namespace), how many (channel, version) pairs follow its
     two parameters; ``write_groups``: how many checkpoint ids. Spelt as equalities on the
     unique index's leading columns (not row-value ``IN``, which SQLite would answer with a
-    scan). Rows: ``(0, thread, ns_hash, channel, version, type, blob, NULL, NULL, NULL)`` for
-    values, ``(1, thread, ns_hash, channel, checkpoint_id, type, blob, task_id, task_path, idx)``
-    for writes.
+    scan). Rows: ``(0, thread, ns_hash, channel, version, type, blob, NULL, NULL, NULL, key id)``
+    for values, ``(1, thread, ns_hash, channel, checkpoint_id, type, blob, task_id, task_path, idx,
+    key id)`` for writes.
     """
     _, blobs, writes = _models()
     b, w = _Table(alias, blobs), _Table(alias, writes)
@@ -228,7 +238,7 @@ def get_values(alias: str, blob_groups: tuple[int, ...], write_groups: tuple[int
         )
         parts.append(
             f"SELECT 0, {b.cols(('thread_id', 'ns_hash', 'channel', 'version', 'type', 'blob'))}, "
-            f"NULL, NULL, NULL FROM {b.name} WHERE {where}"
+            f"NULL, NULL, NULL, {b.col('encryption_key_id')} FROM {b.name} WHERE {where}"
         )
     if write_groups:
         where = " OR ".join(
@@ -238,7 +248,7 @@ def get_values(alias: str, blob_groups: tuple[int, ...], write_groups: tuple[int
         )
         parts.append(
             f"SELECT 1, {w.cols(('thread_id', 'ns_hash', 'channel', 'checkpoint_id', 'type', 'blob'))}, "
-            f"{w.cols(('task_id', 'task_path', 'idx'))} FROM {w.name} WHERE {where}"
+            f"{w.cols(('task_id', 'task_path', 'idx', 'encryption_key_id'))} FROM {w.name} WHERE {where}"
         )
     return " UNION ALL ".join(parts)
 

@@ -19,6 +19,8 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from turnstate_app.choices import PauseStatus
 from turnstate_app.contrib.pydantic_ai import history
+from turnstate_app.contrib.pydantic_ai.codec import opened
+from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation
 from turnstate_app.models import Pause
 
@@ -47,7 +49,8 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "forked_at",
         "branches",
         "usage",
-        "deferred_tool_requests",
+        "waiting_on",
+        "encryption_key_id",
         "format_version",
         "transcript",
     )
@@ -79,13 +82,21 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="waiting tool calls")
     def waiting_calls(self, obj: StoredConversation) -> int:
-        if not obj.deferred_tool_requests:
-            return 0
         try:
-            requests = json.loads(obj.deferred_tool_requests)
-        except ValueError:
+            requests = json.loads(
+                opened(obj.deferred_tool_requests, obj.encryption_key_id, obj.conversation_id) or ""
+            )
+        except (ValueError, UnreadableConversationError):
             return 0
         return len(requests.get("calls", [])) + len(requests.get("approvals", []))
+
+    @admin.display(description="deferred tool requests")
+    def waiting_on(self, obj: StoredConversation) -> str:
+        """The tool calls the conversation waits on, decrypted (or why they cannot be read)."""
+        try:
+            return opened(obj.deferred_tool_requests, obj.encryption_key_id, obj.conversation_id) or "—"
+        except UnreadableConversationError as exc:
+            return f"(unreadable: {exc})"
 
     @admin.display(description="transcript")
     def transcript(self, obj: StoredConversation) -> str:
@@ -93,5 +104,7 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             entries = history.read_history(router.db_for_read(type(obj), instance=obj), obj.head_id, None)
         except LookupError:
             return "(the history is incomplete: an entry it points at is gone)"
+        except UnreadableConversationError as exc:
+            return f"(unreadable: {exc})"
         messages = [entry.message for entry in entries]
         return ModelMessagesTypeAdapter.dump_json(messages, indent=2).decode()

@@ -10,7 +10,13 @@ class PydanticAIConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
         from turnstate_app.contrib.pydantic_ai.retention import connect_retention
+        from turnstate_app.sealed_tables import SealedTable, register
+
+        # What turnstate_rotate_keys re-encrypts: messages and waiting tool calls, by conversation.
+        register(SealedTable(StoredEntry, "message", thread="conversation_id"))
+        register(SealedTable(StoredConversation, "deferred_tool_requests", thread="conversation_id"))
 
         # The core's erasure and purge announce the threads they cleared; conversations follow.
         connect_retention()

@@ -5,6 +5,10 @@ list), so bytes, timestamps and every part type read back as the adapter wrote t
 
 A lone surrogate cannot be UTF-8: pydantic refuses one in a value and silently replaces one in
 a dict key (a tool call's arguments). Either is a ``CheckpointFieldError`` naming the field.
+
+What a person said is encrypted at rest when keys are configured (:mod:`turnstate_app.encryption`,
+the conversation id as the thread): each entry's message and a record's deferred tool calls
+(their arguments), each row's key id in its own column. Ids, usage and branches stay clear.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from pydantic_core import PydanticSerializationError
 
 from turnstate_app.contrib._text import refuse_lone_surrogates_in
 from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
+from turnstate_app.encryption import seal_text, unseal_text
+from turnstate_app.errors import UnreadableValueError
 
 FORMAT_VERSION: Literal[1] = 1
 
@@ -43,14 +49,19 @@ def json_of(field: str, adapter: TypeAdapter[Any], value: Any) -> str:
 
 def record_values(record: ConversationRecord) -> dict[str, Any]:
     """The columns of ``StoredConversation`` for ``record`` (its id excluded)."""
+    requests, key_id = None, None
+    if record.deferred_tool_requests is not None:
+        requests, key_id = seal_text(
+            json_of("deferred_tool_requests", _requests, record.deferred_tool_requests),
+            thread_id=record.conversation_id,
+        )
     return {
         "scope": record.scope,
         "head_id": record.head_id,
         "revision": record.revision,
         "usage": json_of("usage", _usage, record.usage),
-        "deferred_tool_requests": None
-        if record.deferred_tool_requests is None
-        else json_of("deferred_tool_requests", _requests, record.deferred_tool_requests),
+        "deferred_tool_requests": requests,
+        "encryption_key_id": key_id,
         "branches": json.dumps(list(record.branches)),
         "forked_from": record.forked_from,
         "forked_at": record.forked_at,
@@ -71,13 +82,14 @@ def record_from(row: tuple[Any, ...]) -> ConversationRecord:
             f"this build reads format {FORMAT_VERSION}"
         )
     try:
+        requests = opened(
+            values["deferred_tool_requests"], values["encryption_key_id"], values["conversation_id"]
+        )
         return ConversationRecord(
             conversation_id=values["conversation_id"],
             head_id=values["head_id"],
             usage=_usage.validate_json(values["usage"]),
-            deferred_tool_requests=None
-            if values["deferred_tool_requests"] is None
-            else _requests.validate_json(values["deferred_tool_requests"]),
+            deferred_tool_requests=None if requests is None else _requests.validate_json(requests),
             scope=values["scope"],
             forked_from=values["forked_from"],
             forked_at=values["forked_at"],
@@ -92,13 +104,38 @@ def record_from(row: tuple[Any, ...]) -> ConversationRecord:
         ) from exc
 
 
+def opened(stored: str | None, key_id: str | None, conversation_id: str) -> str | None:
+    """A stored text as written; :class:`UnreadableConversationError` when its key is gone."""
+    if stored is None:
+        return None
+    try:
+        return unseal_text(stored, key_id, thread_id=conversation_id)
+    except UnreadableValueError as exc:
+        raise UnreadableConversationError(
+            f"conversation {conversation_id!r} cannot be read back: {exc}"
+        ) from None
+
+
 def message_json(message: ModelMessage) -> str:
     return json_of("message", ModelMessagesTypeAdapter, [message])
 
 
-def entry_from(entry_id: str, parent_id: str | None, kind: str, message: str) -> ConversationEntry:
+def sealed_message(message: ModelMessage, conversation_id: str) -> tuple[str, str | None]:
+    """An entry's message as stored, and its key id (None: clear)."""
+    return seal_text(message_json(message), thread_id=conversation_id)
+
+
+def entry_from(
+    entry_id: str,
+    parent_id: str | None,
+    kind: str,
+    message: str,
+    conversation_id: str = "",
+    key_id: str | None = None,
+) -> ConversationEntry:
+    """An entry from its row; the message decrypted with its conversation's keys when ``key_id`` is set."""
     try:
-        (decoded,) = ModelMessagesTypeAdapter.validate_json(message)
+        (decoded,) = ModelMessagesTypeAdapter.validate_json(opened(message, key_id, conversation_id) or "")
     except ValueError as exc:
         raise UnreadableConversationError(f"entry {entry_id!r} cannot be read back: {exc}") from exc
     if kind != "message":

@@ -29,7 +29,8 @@ def _statement(vendor: str) -> str:
         f" UNION ALL"
         f" SELECT e.entry_id, e.parent_id, history_chain.depth + 1 FROM {table} e"
         f" JOIN history_chain ON e.entry_id = history_chain.parent_id WHERE history_chain.depth < %s"
-        f") SELECT e.entry_id, e.parent_id, e.kind, e.message, history_chain.depth"
+        f") SELECT e.entry_id, e.parent_id, e.kind, e.message, e.conversation_id, e.encryption_key_id,"
+        f" history_chain.depth"
         f" FROM history_chain JOIN {table} e ON e.entry_id = history_chain.entry_id"
         f" ORDER BY history_chain.depth DESC"
     )
@@ -50,7 +51,7 @@ def read_history(alias: str, head_id: str | None, limit: int | None) -> list[Con
         rows = cursor.fetchall()
     if not rows:
         raise KeyError(head_id)
-    oldest_parent = rows[0][1]
+    oldest_parent = rows[0][1]  # entry_id, parent_id, kind, message, conversation_id, key id, depth
     if oldest_parent is not None and len(rows) < depth:
         raise KeyError(oldest_parent)
-    return [entry_from(entry_id, parent_id, kind, message) for entry_id, parent_id, kind, message, _ in rows]
+    return [entry_from(*row[:6]) for row in rows]

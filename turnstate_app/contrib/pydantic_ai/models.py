@@ -21,6 +21,9 @@ from turnstate_app.contrib.pydantic_ai.keys import (
     REVISION_MAX_LENGTH,
     SCOPE_MAX_LENGTH,
 )
+from turnstate_app.encryption import KEY_ID_LENGTH
+
+KEY_ID_HELP = _("The id of the key the value is encrypted with; empty when it is stored clear.")
 
 
 class ConversationQuerySet(models.QuerySet["StoredConversation"]):
@@ -63,6 +66,9 @@ class StoredConversation(models.Model):
         blank=True,
         help_text=_("The tool calls the conversation waits on, as JSON."),
     )
+    encryption_key_id = models.CharField(
+        _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
+    )
     branches = models.TextField(
         _("branches"), default="[]", help_text=_("Tips of the histories it left, as JSON.")
     )
@@ -102,6 +108,9 @@ class StoredEntry(models.Model):
     kind = models.CharField(_("kind"), max_length=KIND_MAX_LENGTH, default="message")
     message = models.TextField(
         _("message"), help_text=_("A one-message list, as ModelMessagesTypeAdapter JSON.")
+    )
+    encryption_key_id = models.CharField(
+        _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 

@@ -15,8 +15,16 @@ from django.db import connections
 
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
 
-ENTRY_COLUMNS = ("entry_id", "parent_id", "conversation_id", "kind", "message", "created_at")
-ENTRIES_PER_INSERT = 500  # rows per INSERT: 3,000 parameters, far under every database's limit
+ENTRY_COLUMNS = (
+    "entry_id",
+    "parent_id",
+    "conversation_id",
+    "kind",
+    "message",
+    "encryption_key_id",
+    "created_at",
+)
+ENTRIES_PER_INSERT = 500  # rows per INSERT: 3,500 parameters, far under every database's limit
 
 
 @lru_cache(maxsize=16)

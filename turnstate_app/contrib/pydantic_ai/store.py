@@ -50,9 +50,9 @@ from turnstate_app.contrib.pydantic_ai import history, statements
 from turnstate_app.contrib.pydantic_ai.codec import (
     RECORD_COLUMNS,
     entry_from,
-    message_json,
     record_from,
     record_values,
+    sealed_message,
 )
 from turnstate_app.contrib.pydantic_ai.keys import (
     CONVERSATION_ID_MAX_LENGTH,
@@ -175,7 +175,7 @@ class DjangoConversationStore(ConversationStore):
         row = (
             StoredEntry.objects.using(self.alias)
             .filter(entry_id=entry_id)
-            .values_list("entry_id", "parent_id", "kind", "message")
+            .values_list("entry_id", "parent_id", "kind", "message", "conversation_id", "encryption_key_id")
             .first()
         )
         if row is None:
@@ -354,14 +354,14 @@ def _checked_record(record: ConversationRecord) -> str:
 
 def _entry_rows(
     conversation_id: str, new_entries: Sequence[ConversationEntry]
-) -> tuple[list[tuple[str, str | None, str, str, str]], set[str]]:
+) -> tuple[list[tuple[str, str | None, str, str, str, str | None]], set[str]]:
     """Rows for the new entries (``statements.ENTRY_COLUMNS`` but ``created_at``), and the stored
     entries they continue (which must exist).
 
     An entry's parent is an earlier new entry or a stored one; a parent named later in
     ``new_entries`` is looked up in the store, so entries can never form a cycle.
     """
-    rows: list[tuple[str, str | None, str, str, str]] = []
+    rows: list[tuple[str, str | None, str, str, str, str | None]] = []
     seen: set[str] = set()
     anchors: set[str] = set()
     for entry in new_entries:
@@ -372,5 +372,13 @@ def _entry_rows(
             anchors.add(entry.parent_id)
         assert entry_id is not None
         seen.add(entry_id)
-        rows.append((entry_id, entry.parent_id, conversation_id, entry.kind, message_json(entry.message)))
+        rows.append(
+            (
+                entry_id,
+                entry.parent_id,
+                conversation_id,
+                entry.kind,
+                *sealed_message(entry.message, conversation_id),
+            )
+        )
     return rows, anchors

@@ -1,0 +1,101 @@
+"""Key rotation for operators: every stored value re-encrypted under its thread's current key."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, cast
+
+from django.core.management.base import CommandError, CommandParser
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from turnstate_app.conf import conf
+from turnstate_app.management.base import TurnstateCommand
+from turnstate_app.rotation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, TableCounts, rotate, survey
+from turnstate_app.sealed_tables import registered
+
+
+def batch_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if not 1 <= value <= MAX_BATCH_SIZE:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_BATCH_SIZE}, not {value}")
+    return value
+
+
+class Command(TurnstateCommand):
+    help = cast(
+        str,
+        _(
+            "Re-encrypt every stored value not written with the first of TURNSTATE['ENCRYPTION_KEYS'] "
+            "(or its thread's first key, with ENCRYPTION_KEY_RING), clear rows included, in bounded "
+            "batches; safe while the app runs, and resumed by running it again. --dry-run counts the "
+            "rows that are clear, on an old key, or unreadable (their key is gone), and lists the latter."
+        ),
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help=gettext("Count clear, old-key and unreadable rows per table; change nothing."),
+        )
+        parser.add_argument(
+            "--batch-size",
+            type=batch_size,
+            default=DEFAULT_BATCH_SIZE,
+            metavar="N",
+            help=gettext(
+                "Rows per batch: one read and one UPDATE (default {default}, max {maximum})."
+            ).format(default=DEFAULT_BATCH_SIZE, maximum=MAX_BATCH_SIZE),
+        )
+
+    def handle(self, *args: Any, dry_run: bool, batch_size: int, verbosity: int, **options: Any) -> None:
+        configured = bool(conf.ENCRYPTION_KEYS) or conf.ENCRYPTION_KEY_RING is not None
+        if dry_run:
+            self.survey(batch_size, configured)
+            return
+        if not configured:
+            raise CommandError(
+                "No encryption keys are configured (TURNSTATE['ENCRYPTION_KEYS'] or ENCRYPTION_KEY_RING): "
+                "there is no key to rotate to."
+            )
+        for table in registered():
+
+            def progress(counts: TableCounts) -> None:
+                if verbosity >= 1:
+                    self.stdout.write(
+                        f"{counts.label}: batch {counts.batches}: {counts.rotated} re-encrypted, "
+                        f"{counts.written_meanwhile} written meanwhile, {counts.unreadable} unreadable"
+                    )
+
+            counts = rotate(table, batch_size=batch_size, progress=progress)
+            self.stdout.write(
+                f"{counts.label}: {counts.rotated} row(s) re-encrypted in {counts.batches} batch(es); "
+                f"{counts.written_meanwhile} written meanwhile (run again to include them); "
+                f"{counts.unreadable} unreadable"
+            )
+            self.list_unreadable(counts)
+
+    def survey(self, batch_size: int, configured: bool) -> None:
+        clear = 0
+        for table in registered():
+            counts = survey(table, batch_size=batch_size)
+            clear += counts.clear
+            self.stdout.write(
+                f"{counts.label}: {counts.clear} clear, {counts.old_key} on an old key, "
+                f"{counts.current} on the current key, {counts.unreadable} unreadable (key gone)"
+            )
+            self.list_unreadable(counts)
+        if configured and clear:
+            self.stdout.write(
+                f"Encryption is configured, but {clear} row(s) are still clear: run turnstate_rotate_keys."
+            )
+
+    def list_unreadable(self, counts: TableCounts) -> None:
+        for pk, thread in counts.unreadable_rows:
+            self.stdout.write(f"  unreadable: {counts.label} id={pk} thread={thread!r}")
+        if counts.unreadable > len(counts.unreadable_rows):
+            self.stdout.write(f"  ... and {counts.unreadable - len(counts.unreadable_rows)} more")
