@@ -95,7 +95,11 @@ class LangGraphDemo(Demo):
         say("   open and was not asked again (2 pauses in all, 1 interrupt waiting).")
 
         self.answer("approve the hotel", self.pause(state, "hotel"), {"approved": True, "note": "sea view"})
-        state = self.wait_until("ask the seat", lambda s: any(p["name"] == "details" for p in s["pauses"]))
+        # The question reaches alice's inbox once the mint has committed (pause_minted, on commit):
+        # wait for both, not only the ledger row.
+        state = self.wait_until(
+            "ask the seat", lambda s: any(p["name"] == "details" and p["question"] for p in s["pauses"])
+        )
         seat = self.pause(state, "details")
         expect(
             "ask the seat",
