@@ -384,3 +384,40 @@ def test_staff_see_the_openai_agents_values_decrypted_or_unreadable_in_the_admin
         "/admin/turnstate_openai_agents/storedsessionitem/",
     ):
         assert admin_client.get(url).status_code == 200
+
+
+def test_encrypting_the_openai_agents_values_adds_no_statement(turnstate_settings: dict[str, Any]) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from turnstate_app.contrib.openai_agents.states import insert_state, replace_state
+
+    def statements(session_id: str) -> list[int]:
+        session = DjangoSession(session_id)
+        counts = []
+        for call in (
+            lambda: session.add_items_sync([{"role": "user", "content": SECRET}] * 3),
+            lambda: session.get_items_sync(),
+            lambda: session.get_items_sync(limit=2),
+            lambda: session.pop_item_sync(),
+        ):
+            with CaptureQueriesContext(connection) as captured:
+                call()
+            counts.append(len(captured.captured_queries))
+        revision = insert_state(
+            run_id=f"run-{session_id}",
+            thread_id=session_id,
+            session_id=session_id,
+            agent="payments",
+            schema_version="1",
+            text=SECRET,
+        )
+        with CaptureQueriesContext(connection) as captured:
+            replace_state(f"run-{session_id}", SECRET, expected_revision=revision, thread_id=session_id)
+        with CaptureQueriesContext(connection) as read:
+            assert read_state(f"run-{session_id}") is not None
+        return [*counts, len(captured.captured_queries), len(read.captured_queries)]
+
+    clear = statements("oai-clear")
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    assert statements("oai-sealed") == clear
+    assert oai_key_ids() == {None, key_id_of(KEY_A)}
