@@ -81,7 +81,7 @@ class DjangoSession(SessionABC):
         params: list[Any] = [self.session_id, limit] if latest else [self.session_id]
         with connections[alias].cursor() as cursor:
             cursor.execute(statements.select_items(alias, latest=latest), params)
-            stored = cursor.fetchall()
+            stored = list(cursor.fetchall())  # a tuple on MySQLdb
         if latest:
             stored.reverse()
         return [decode_item(value, key_id, session_id=self.session_id) for value, key_id in stored]
