@@ -1,8 +1,9 @@
 """No table of the app holds a person's words in the clear once keys are set: a raw SELECT over all.
 
 A mint and a resume (the store), a LangGraph graph run through the saver (checkpoints, channel
-values, pending writes), a PydanticAI run saved in the store (entries, deferred calls): then
-every column of every turnstate table is read back without the app, and the secret is nowhere.
+values, pending writes), a PydanticAI run saved in the store (entries, deferred calls), an OpenAI
+Agents run paused and continued on a ``DjangoSession`` (run state, session items): then every
+column of every turnstate table is read back without the app, and the secret is nowhere.
 """
 
 from __future__ import annotations
@@ -22,13 +23,25 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 
 from tests.contrib.langgraph.graphs import config, trip_graph
+from tests.contrib.openai_agents.agents import payments_agent, tool_runs
 from tests.encryption_support import KEY_A, KEY_B, RING, SECRET, mint_secret
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, pause_interrupts
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.operators import orphans
+from turnstate_app.contrib.openai_agents import (
+    DjangoSession,
+    UnreadableRunStateError,
+    UnreadableSessionItemError,
+    continue_run,
+    pause_approvals,
+)
+from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
+from turnstate_app.contrib.openai_agents.states import read_state
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
 from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation
+from turnstate_app.encryption import key_id_of
+from turnstate_app.models import CheckpointMetadata
 from turnstate_app.pauses import resume_pause
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -194,3 +207,217 @@ def test_staff_see_the_integrations_values_decrypted_in_the_admin(
     page = admin_client.get(f"/admin/turnstate_pydantic_ai/storedconversation/{pk}/change/")
     assert page.status_code == 200 and "unreadable" in page.content.decode()
     assert SECRET not in page.content.decode()
+
+
+# -- the OpenAI Agents SDK: run states and session items ------------------------------------------
+
+APPROVE = {"approved": True}
+
+
+def run_openai(session_id: str, *, run_id: str | None = None) -> Any:
+    """A payments run on ``session_id`` told the secret, paused for its two approvals, answered and
+    continued once; then one more item added to the session by hand. Its final output."""
+    from agents import Runner
+
+    agent = payments_agent()
+    session = DjangoSession(session_id)
+    result = Runner.run_sync(agent, f"My passport is {SECRET}. Pay acme 2400 and tell bob.", session=session)
+    pauses = pause_approvals(result, agent=agent, run_id=run_id or f"run-{session_id}", session_id=session_id)
+    answered = [resume_pause(minted.token, APPROVE) for minted in pauses]
+    done = continue_run(payments_agent(), answered[-1])
+    assert done.ran
+    session.add_items_sync([{"role": "user", "content": f"and my passport is still {SECRET}"}])
+    return done.output
+
+
+def paused_openai(session_id: str, run_id: str) -> list[Any]:
+    """A payments run on ``session_id`` told the secret, paused for its two approvals (not answered)."""
+    from agents import Runner
+
+    agent = payments_agent()
+    session = DjangoSession(session_id)
+    result = Runner.run_sync(agent, f"My passport is {SECRET}. Pay acme 2400 and tell bob.", session=session)
+    return pause_approvals(result, agent=agent, run_id=run_id, session_id=session_id)
+
+
+def oai_key_ids() -> set[str | None]:
+    """The key id of every OpenAI Agents value row (state rows and session items)."""
+    return set(StoredRunState.objects.values_list("encryption_key_id", flat=True)) | set(
+        StoredSessionItem.objects.values_list("encryption_key_id", flat=True)
+    )
+
+
+def test_no_openai_agents_row_holds_a_secret_after_a_paused_and_continued_run(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    output = run_openai("oai-1")
+    assert raw_hits(SECRET) == []
+    assert StoredRunState.objects.exists() and StoredSessionItem.objects.count() > 3
+    assert oai_key_ids() == {key_id_of(KEY_A)}
+    # Everything reads back as written, and as the SDK wrote it.
+    assert "done." in output and tool_runs("pay") == ["2400 to acme"]
+    items = DjangoSession("oai-1").get_items_sync()
+    assert items[0]["content"] == f"My passport is {SECRET}. Pay acme 2400 and tell bob."
+    assert items[-1] == {"role": "user", "content": f"and my passport is still {SECRET}"}
+    assert DjangoSession("oai-1").pop_item_sync() == items[-1]
+    stored = read_state("run-oai-1")
+    assert stored is not None and SECRET in stored.text
+
+
+def test_openai_agents_rows_written_clear_are_encrypted_by_rotation_then_moved_to_a_new_first_key(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    run_openai("oai-2")
+    assert {hit.split(".")[0] for hit in raw_hits(SECRET)} >= {
+        StoredRunState._meta.db_table,
+        StoredSessionItem._meta.db_table,
+    }  # before encryption was turned on
+    assert oai_key_ids() == {None}
+    items = DjangoSession("oai-2").get_items_sync()
+    state = read_state("run-oai-2")
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    assert DjangoSession("oai-2").get_items_sync() == items  # clear rows stay readable
+    out = io.StringIO()
+    call_command("turnstate_rotate_keys", stdout=out)
+    assert raw_hits(SECRET) == [] and oai_key_ids() == {key_id_of(KEY_A)}
+    assert "turnstate_openai_agents.StoredSessionItem.item" in out.getvalue()
+    assert "turnstate_openai_agents.StoredRunState.state" in out.getvalue()
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B, KEY_A]
+    call_command("turnstate_rotate_keys", stdout=io.StringIO())
+    assert raw_hits(SECRET) == [] and oai_key_ids() == {key_id_of(KEY_B)}
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B]
+    assert DjangoSession("oai-2").get_items_sync() == items
+    assert read_state("run-oai-2") == state
+
+
+def test_a_missing_key_makes_the_openai_agents_rows_unreadable_listed_never_plaintext_or_a_crash(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    paused_openai("oai-3", "run-oai-3")
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B]
+    session = DjangoSession("oai-3")
+    count = StoredSessionItem.objects.filter(session_id="oai-3").count()
+    with pytest.raises(UnreadableSessionItemError) as item_error:
+        session.get_items_sync()
+    with pytest.raises(UnreadableSessionItemError):
+        session.pop_item_sync()
+    assert StoredSessionItem.objects.filter(session_id="oai-3").count() == count  # kept
+    with pytest.raises(UnreadableRunStateError) as state_error:
+        read_state("run-oai-3")
+    assert SECRET not in str(item_error.value) + str(state_error.value)
+    out = io.StringIO()
+    call_command("turnstate_rotate_keys", "--dry-run", stdout=out)
+    text = out.getvalue()
+    assert "turnstate_openai_agents.StoredRunState.state:" in text
+    assert "turnstate_openai_agents.StoredSessionItem.item:" in text
+    assert "thread='oai-3'" in text and SECRET not in text
+
+
+def test_a_run_whose_state_does_not_decrypt_is_refused_and_listed_unresumable_never_a_crash(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    pauses = paused_openai("oai-4", "run-oai-4")
+    row = StoredRunState.objects.get(run_id="run-oai-4")
+    altered = row.state[:-8] + ("A" if row.state[-8] != "A" else "B") + row.state[-7:]
+    StoredRunState.objects.filter(pk=row.pk).update(state=altered)  # altered at rest
+    first = resume_pause(pauses[0].token, APPROVE)
+    early = continue_run(payments_agent(), first)
+    assert not early.ran
+    unresumable: list[Any] = list(CheckpointMetadata.objects.unresumable())
+    listed = {row.jti: row.reason for row in unresumable}
+    assert "cannot be read" in listed[pauses[1].claims.jti] and SECRET not in listed[pauses[1].claims.jti]
+    last = resume_pause(pauses[1].token, APPROVE)
+    result = continue_run(payments_agent(), last)
+    assert not result.ran and "cannot be read" in (result.reason or "")
+    assert SECRET not in (result.reason or "") and tool_runs("pay") == []
+
+
+def test_a_tenants_dropped_keys_shred_its_openai_agents_session_and_state_only(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    RING.clear()
+    RING.update({"acme": [KEY_A], "globex": [KEY_B]})
+    turnstate_settings["ENCRYPTION_KEY_RING"] = "tests.encryption_support.ring"
+    try:
+        for tenant in ("acme", "globex"):
+            run_openai(f"{tenant}/session", run_id=f"run-{tenant}")
+        assert StoredRunState.objects.get(run_id="run-acme").encryption_key_id == key_id_of(KEY_A)
+        assert StoredRunState.objects.get(run_id="run-globex").encryption_key_id == key_id_of(KEY_B)
+        del RING["acme"]
+        with pytest.raises(UnreadableSessionItemError):
+            DjangoSession("acme/session").get_items_sync()
+        with pytest.raises(UnreadableRunStateError):
+            read_state("run-acme")
+        assert DjangoSession("globex/session").get_items_sync()
+        assert read_state("run-globex") is not None
+        assert raw_hits(SECRET) == []
+    finally:
+        RING.clear()
+
+
+def test_staff_see_the_openai_agents_values_decrypted_or_unreadable_in_the_admin(
+    turnstate_settings: dict[str, Any], admin_client: Any
+) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    paused_openai("oai-5", "run-oai-5")
+    state = StoredRunState.objects.get(run_id="run-oai-5")
+    item = StoredSessionItem.objects.filter(session_id="oai-5").order_by("pk").first()
+    assert item is not None
+    pages = [
+        f"/admin/turnstate_openai_agents/storedrunstate/{state.pk}/change/",
+        f"/admin/turnstate_openai_agents/storedsessionitem/{item.pk}/change/",
+    ]
+    for url in pages:
+        page = admin_client.get(url)
+        assert page.status_code == 200 and SECRET in page.content.decode()
+        assert key_id_of(KEY_A) in page.content.decode()
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B]
+    for url in pages:
+        page = admin_client.get(url)
+        assert page.status_code == 200 and "unreadable" in page.content.decode()
+        assert SECRET not in page.content.decode()
+    for url in (
+        "/admin/turnstate_openai_agents/storedrunstate/",
+        "/admin/turnstate_openai_agents/storedsessionitem/",
+    ):
+        assert admin_client.get(url).status_code == 200
+
+
+def test_encrypting_the_openai_agents_values_adds_no_statement(turnstate_settings: dict[str, Any]) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from turnstate_app.contrib.openai_agents.states import insert_state, replace_state
+
+    def statements(session_id: str) -> list[int]:
+        session = DjangoSession(session_id)
+        counts = []
+        for call in (
+            lambda: session.add_items_sync([{"role": "user", "content": SECRET}] * 3),
+            lambda: session.get_items_sync(),
+            lambda: session.get_items_sync(limit=2),
+            lambda: session.pop_item_sync(),
+        ):
+            with CaptureQueriesContext(connection) as captured:
+                call()
+            counts.append(len(captured.captured_queries))
+        revision = insert_state(
+            run_id=f"run-{session_id}",
+            thread_id=session_id,
+            session_id=session_id,
+            agent="payments",
+            schema_version="1",
+            text=SECRET,
+        )
+        with CaptureQueriesContext(connection) as captured:
+            replace_state(f"run-{session_id}", SECRET, expected_revision=revision, thread_id=session_id)
+        with CaptureQueriesContext(connection) as read:
+            assert read_state(f"run-{session_id}") is not None
+        return [*counts, len(captured.captured_queries), len(read.captured_queries)]
+
+    clear = statements("oai-clear")
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    assert statements("oai-sealed") == clear
+    assert oai_key_ids() == {None, key_id_of(KEY_A)}

@@ -1,7 +1,9 @@
 """Read-only pages for operators: each paused run's latest state, and the sessions' items.
 
 A list page costs a fixed number of queries: the pending pauses of each run are counted
-by the database in the list's one query; the state's size is the database's ``LENGTH``.
+by the database in the list's one query; the state's size is the database's ``LENGTH`` (of the
+stored text: the token, when it is encrypted). A detail page shows the value decrypted, or
+"(unreadable: ...)" saying why it cannot be (never the stored value, never a crash).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.http import HttpRequest
 from turnstate_app.choices import PauseStatus
 from turnstate_app.contrib.openai_agents.codec import decode_value
 from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
+from turnstate_app.errors import UnreadableValueError
 from turnstate_app.models import Pause
 
 
@@ -54,6 +57,7 @@ class StoredRunStateAdmin(ReadOnly):
         "schema_version",
         "created_at",
         "updated_at",
+        "encryption_key_id",
         "run_state",
     )
     readonly_fields = fields
@@ -81,7 +85,10 @@ class StoredRunStateAdmin(ReadOnly):
 
     @admin.display(description="state")
     def run_state(self, obj: StoredRunState) -> str:
-        return decode_value(obj.state)
+        try:
+            return decode_value(obj.state, obj.encryption_key_id, thread_id=obj.thread_id)
+        except UnreadableValueError as exc:
+            return f"(unreadable: {exc})"
 
 
 @admin.register(StoredSessionItem)
@@ -91,9 +98,12 @@ class StoredSessionItemAdmin(ReadOnly):
     list_filter = ("created_at",)
     ordering = ("session_id", "-id")
     show_full_result_count = False
-    fields = ("session_id", "created_at", "session_item")
+    fields = ("session_id", "created_at", "encryption_key_id", "session_item")
     readonly_fields = fields
 
     @admin.display(description="item")
     def session_item(self, obj: StoredSessionItem) -> str:
-        return decode_value(obj.item)
+        try:
+            return decode_value(obj.item, obj.encryption_key_id, thread_id=obj.session_id)
+        except UnreadableValueError as exc:
+            return f"(unreadable: {exc})"

@@ -10,7 +10,13 @@ class OpenAIAgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
         from turnstate_app.contrib.openai_agents.retention import connect_retention
+        from turnstate_app.sealed_tables import SealedTable, register
+
+        # What turnstate_rotate_keys re-encrypts: run states by their pauses' thread, items by session.
+        register(SealedTable(StoredRunState, "state", thread="thread_id"))
+        register(SealedTable(StoredSessionItem, "item", thread="session_id"))
 
         # The core's erasure and purge announce the threads they cleared; states and sessions follow.
         connect_retention()

@@ -6,9 +6,10 @@ processes, so a redelivered answer runs nothing again. Then, holding the thread'
 
 1. the run's latest state is read from its row, at the revision the pauses were minted for
    (a state that moved on is refused), and rebuilt with ``RunState.from_string``; a state
-   this SDK cannot read (a newer schema, written before a rollback) is refused with that
-   reason, and the run's pending pauses are listed as unresumable with it (also when the
-   answer that came finds its group still waiting);
+   this SDK cannot read (a newer schema, written before a rollback), or that does not decrypt
+   (its thread's key is gone, or it was altered at rest), is refused with that reason, and the
+   run's pending pauses are listed as unresumable with it (also when the answer that came finds
+   its group still waiting);
 2. each interruption is read again where the SDK will run it: its tool, call id and
    arguments must have the digest its pause recorded (``still_shown``), so an approval
    binds to exactly what its person saw; and every interruption must be answered;
@@ -29,6 +30,7 @@ from agents.run_state import SUPPORTED_SCHEMA_VERSIONS
 from asgiref.sync import async_to_sync, sync_to_async
 
 from turnstate_app.contrib.openai_agents.approvals import approval_of, approvals_of, decision
+from turnstate_app.contrib.openai_agents.errors import UnreadableRunStateError
 from turnstate_app.contrib.openai_agents.pausing import mint_fields
 from turnstate_app.contrib.openai_agents.session import DjangoSession
 from turnstate_app.contrib.openai_agents.states import StoredState, read_state, replace_state
@@ -85,12 +87,24 @@ def unreadable_reason(stored: StoredState) -> str:
 
 def flag_unreadable(run_id: str, stored: StoredState | None = None) -> None:
     """List the run's pending pauses as unresumable when its stored state's schema is one this SDK
-    does not read (a group still waiting would otherwise look continuable until its last answer)."""
-    stored = stored if stored is not None else read_state(run_id)
+    does not read, or it does not decrypt (a group still waiting would otherwise look continuable
+    until its last answer)."""
+    if stored is None:
+        try:
+            stored = read_state(run_id)
+        except UnreadableRunStateError as exc:
+            flag_undecryptable(run_id, exc)
+            return
     if stored is not None and stored.schema_version not in SUPPORTED_SCHEMA_VERSIONS:
         Pause.objects.filter(run_id=run_id, thread_id=stored.thread_id).mark_unresumable(
             unreadable_reason(stored)
         )
+
+
+def flag_undecryptable(run_id: str, error: UnreadableRunStateError) -> None:
+    """List the run's pending pauses as unresumable: its state does not decrypt (the error names
+    the run, the thread and the key id, never the value)."""
+    Pause.objects.filter(run_id=run_id).mark_unresumable(str(error))
 
 
 @dataclass
@@ -107,7 +121,11 @@ class _Latest:
 
     def read(self) -> StoredState:
         """The stored row at the pauses' revision, in a schema this SDK reads; else refused."""
-        stored = read_state(self.run_id)
+        try:
+            stored = read_state(self.run_id)
+        except UnreadableRunStateError as exc:
+            flag_undecryptable(self.run_id, exc)
+            raise ContinuationRefused(f"{exc}; nothing was run") from None
         if stored is None:
             raise ContinuationRefused(f"run {self.run_id!r} has no stored state (erased?); nothing was run")
         if stored.revision != self.revision:
@@ -196,6 +214,7 @@ async def _continue(
         json.dumps(data),
         expected_revision=stored.revision,
         schema_version=str(data.get("$schemaVersion")),
+        thread_id=stored.thread_id,
     )
     if result.interruptions:
         for fields in mint_fields(

@@ -1,6 +1,7 @@
 """The contrib's two tables: a session's items, and each paused run's latest state.
 
-Values go through :mod:`turnstate_app.contrib.openai_agents.codec` (``item``, ``state``).
+Values go through :mod:`turnstate_app.contrib.openai_agents.codec` (``item``, ``state``): with
+keys configured they are encrypted at rest, each row's key id in ``encryption_key_id``.
 """
 
 from __future__ import annotations
@@ -8,9 +9,12 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from turnstate_app.encryption import KEY_ID_LENGTH
+
 ID_MAX_LENGTH = 255  # also the core's thread_id: a session, or a run without one, is a pause's thread
 REVISION_MAX_LENGTH = 64
 SCHEMA_MAX_LENGTH = 32
+KEY_ID_HELP = _("The id of the key the value is encrypted with; empty when it is stored clear.")
 
 
 class StoredSessionItem(models.Model):
@@ -18,6 +22,9 @@ class StoredSessionItem(models.Model):
 
     session_id = models.CharField(_("session id"), max_length=ID_MAX_LENGTH)
     item = models.TextField(_("item"), help_text=_("One TResponseInputItem, as JSON."))
+    encryption_key_id = models.CharField(
+        _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
@@ -51,6 +58,9 @@ class StoredRunState(models.Model):
         help_text=_("The SDK's RunState schema it was written in."),
     )
     state = models.TextField(_("state"), help_text=_("RunState.to_string()."))
+    encryption_key_id = models.CharField(
+        _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 

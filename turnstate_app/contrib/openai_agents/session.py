@@ -9,7 +9,11 @@ returns it, the others move on to an older one, so each item is popped once.
 
 The SDK awaits each call; each is one hop onto Django's thread-sensitive executor. Sync code
 calls the ``*_sync`` forms, on its own connection and inside its own transaction. A row that
-does not read back is refused (``UnreadableSessionItemError``) and kept, never skipped.
+does not read back (not JSON, or not decrypting: its session's key is gone) is refused
+(``UnreadableSessionItemError``) and kept, never skipped.
+
+With keys configured each item is encrypted with the keys of the session id (the thread of the
+pauses of a run on this session), its key id written in the same ``INSERT``.
 """
 
 from __future__ import annotations
@@ -77,10 +81,10 @@ class DjangoSession(SessionABC):
         params: list[Any] = [self.session_id, limit] if latest else [self.session_id]
         with connections[alias].cursor() as cursor:
             cursor.execute(statements.select_items(alias, latest=latest), params)
-            stored = [row[0] for row in cursor.fetchall()]
+            stored = list(cursor.fetchall())  # a tuple on MySQLdb
         if latest:
             stored.reverse()
-        return [decode_item(value, session_id=self.session_id) for value in stored]
+        return [decode_item(value, key_id, session_id=self.session_id) for value, key_id in stored]
 
     def add_items_sync(self, items: list[Any]) -> None:
         """:meth:`add_items` for sync code: one multi-row ``INSERT`` (per 500 items), in one transaction."""
@@ -89,25 +93,28 @@ class DjangoSession(SessionABC):
         alias = self.alias
         connection = connections[alias]
         now = connection.ops.adapt_datetimefield_value(timezone.now())
+        width = len(statements.ITEM_COLUMNS)
         values = [
-            v for item in items for v in (self.session_id, encode_item(item), now)
+            v
+            for item in items
+            for v in (self.session_id, *encode_item(item, session_id=self.session_id), now)
         ]  # all, before a write
         step = statements.ITEMS_PER_INSERT
         with transaction.atomic(using=alias), connection.cursor() as cursor:
             for start in range(0, len(items), step):
-                part = values[3 * start : 3 * (start + step)]
-                cursor.execute(statements.insert_items(alias, len(part) // 3), part)
+                part = values[width * start : width * (start + step)]
+                cursor.execute(statements.insert_items(alias, len(part) // width), part)
 
     def pop_item_sync(self) -> Any:
         """:meth:`pop_item` for sync code."""
         rows = self._rows()
         older = rows
         while True:
-            newest = older.order_by("-pk").values_list("pk", "item").first()
+            newest = older.order_by("-pk").values_list("pk", "item", "encryption_key_id").first()
             if newest is None:
                 return None
-            pk, stored = newest
-            item = decode_item(stored, session_id=self.session_id)  # unreadable: kept, refused
+            pk, stored, key_id = newest
+            item = decode_item(stored, key_id, session_id=self.session_id)  # unreadable: kept, refused
             if rows.filter(pk=pk).delete()[0] == 1:
                 return item
             # Another caller popped it: the next older row, never this one again (a repeatable-read

@@ -1,7 +1,7 @@
 """The session's two hot statements, built once per database from the model's own names.
 
 ``add_items`` is one multi-row ``INSERT`` per :data:`ITEMS_PER_INSERT` items and ``get_items``
-one ``SELECT`` of the stored text: no model instance per item, which at 1,000 items is most of
+one ``SELECT`` of the stored text and its key id: no model instance per item, which at 1,000 items is most of
 the time. Quoted by the connection, run on Django's cursor.
 """
 
@@ -13,7 +13,8 @@ from django.db import connections
 
 from turnstate_app.contrib.openai_agents.models import StoredSessionItem
 
-ITEMS_PER_INSERT = 500  # rows per INSERT: 1,500 parameters, far under every database's limit
+ITEMS_PER_INSERT = 500  # rows per INSERT: 2,000 parameters, far under every database's limit
+ITEM_COLUMNS = ("session_id", "item", "encryption_key_id", "created_at")
 
 
 @lru_cache(maxsize=64)
@@ -21,14 +22,17 @@ def insert_items(alias: str, count: int) -> str:
     """``count`` items in one statement (in order: the ids they get keep it)."""
     quote = connections[alias].ops.quote_name
     table = quote(StoredSessionItem._meta.db_table)
-    columns = ", ".join(quote(c) for c in ("session_id", "item", "created_at"))
-    return f"INSERT INTO {table} ({columns}) VALUES {', '.join(['(%s, %s, %s)'] * count)}"
+    columns = ", ".join(quote(c) for c in ITEM_COLUMNS)
+    row = f"({', '.join(['%s'] * len(ITEM_COLUMNS))})"
+    return f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * count)}"
 
 
 @lru_cache(maxsize=32)
 def select_items(alias: str, *, latest: bool) -> str:
-    """The session's items oldest first; with ``latest``, the newest first and at most ``%s`` of them."""
+    """The session's items (value, key id) oldest first; with ``latest``, the newest first and at most
+    ``%s`` of them."""
     quote = connections[alias].ops.quote_name
     table = quote(StoredSessionItem._meta.db_table)
     order = f" ORDER BY {quote('id')} DESC LIMIT %s" if latest else f" ORDER BY {quote('id')}"
-    return f"SELECT {quote('item')} FROM {table} WHERE {quote('session_id')} = %s{order}"
+    columns = f"{quote('item')}, {quote('encryption_key_id')}"
+    return f"SELECT {columns} FROM {table} WHERE {quote('session_id')} = %s{order}"

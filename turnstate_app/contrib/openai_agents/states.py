@@ -4,7 +4,10 @@ The SDK takes partial answers, and a run continued with some of its approvals st
 with a *new* state, so the row is the run's latest state, not a snapshot per pause. Every
 write names the revision it replaces (compare-and-set, one conditional ``UPDATE``): a
 writer that read an older state writes nothing and is told so (``StaleRunStateError``).
-The text goes through :mod:`~turnstate_app.contrib.openai_agents.codec`.
+The text goes through :mod:`~turnstate_app.contrib.openai_agents.codec`: with keys configured it
+is encrypted with the keys of the row's ``thread_id`` (the thread the run's pauses are minted
+on), its key id written in the same statement. A state that does not decrypt is refused with
+``UnreadableRunStateError``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, router, transaction
 
-from turnstate_app.contrib.openai_agents.codec import decode_value, encode_value
+from turnstate_app.contrib.openai_agents.codec import decode_state, encode_state
 from turnstate_app.contrib.openai_agents.errors import StaleRunStateError
 from turnstate_app.contrib.openai_agents.models import StoredRunState
 
@@ -54,6 +57,7 @@ def insert_state(
     """Store a run's first state; its revision. ``ValueError`` when the run has one already."""
     revision = new_revision()
     alias = _alias(using)
+    state, key_id = encode_state(text, thread_id=thread_id)
     row = StoredRunState(
         run_id=run_id,
         thread_id=thread_id,
@@ -61,7 +65,8 @@ def insert_state(
         agent=agent,
         revision=revision,
         schema_version=schema_version,
-        state=encode_value(text),
+        state=state,
+        encryption_key_id=key_id,
     )
     try:
         with transaction.atomic(
@@ -77,17 +82,21 @@ def insert_state(
 
 
 def read_state(run_id: str, *, using: str | None = None) -> StoredState | None:
-    """The run's latest state, or None when none is stored."""
+    """The run's latest state, or None when none is stored; ``UnreadableRunStateError`` when it does
+    not decrypt (its thread's key is gone, or it was altered at rest)."""
     row = (
         StoredRunState.objects.using(_alias(using))
         .filter(run_id=run_id)
-        .values_list("thread_id", "session_id", "agent", "revision", "schema_version", "state")
+        .values_list(
+            "thread_id", "session_id", "agent", "revision", "schema_version", "state", "encryption_key_id"
+        )
         .first()
     )
     if row is None:
         return None
-    thread_id, session_id, agent, revision, schema_version, state = row
-    return StoredState(run_id, thread_id, session_id, agent, revision, schema_version, decode_value(state))
+    thread_id, session_id, agent, revision, schema_version, state, key_id = row
+    text = decode_state(state, key_id, run_id=run_id, thread_id=thread_id)
+    return StoredState(run_id, thread_id, session_id, agent, revision, schema_version, text)
 
 
 def replace_state(
@@ -96,20 +105,29 @@ def replace_state(
     *,
     expected_revision: str,
     schema_version: str | None = None,
+    thread_id: str | None = None,
     using: str | None = None,
 ) -> str:
     """Replace the run's state if it is still at ``expected_revision``; the new revision.
 
-    ``StaleRunStateError`` (nothing written) when the row is at another revision, or gone.
+    ``thread_id``: the row's thread (``StoredState.thread_id``), whose keys encrypt the text; the
+    write is then one ``UPDATE``. Without it, the row's thread is read first (one ``SELECT`` more).
+    ``StaleRunStateError`` (nothing written) when the row is at another revision, of another
+    thread, or gone.
     """
+    alias = _alias(using)
+    rows = StoredRunState.objects.using(alias).filter(run_id=run_id, revision=expected_revision)
+    if thread_id is None:
+        thread_id = rows.values_list("thread_id", flat=True).first()
     revision = new_revision()
-    fields = {"state": encode_value(text), "revision": revision}
-    if schema_version is not None:
-        fields["schema_version"] = schema_version
-    rows = StoredRunState.objects.using(_alias(using)).filter(run_id=run_id, revision=expected_revision)
-    if rows.update(**fields) != 1:
-        raise StaleRunStateError(
-            f"the state of run {run_id!r} is no longer at revision {expected_revision!r} "
-            "(written again, or erased, since it was read); nothing was written"
-        )
-    return revision
+    if thread_id is not None:
+        state, key_id = encode_state(text, thread_id=thread_id)
+        fields = {"state": state, "encryption_key_id": key_id, "revision": revision}
+        if schema_version is not None:
+            fields["schema_version"] = schema_version
+        if rows.filter(thread_id=thread_id).update(**fields) == 1:
+            return revision
+    raise StaleRunStateError(
+        f"the state of run {run_id!r} is no longer at revision {expected_revision!r} "
+        "(written again, or erased, since it was read); nothing was written"
+    )
