@@ -19,7 +19,7 @@ help:
 	@echo "make demo-langgraph a LangGraph graph paused, answered over HTTP, continued by a worker"
 	@echo "make demo-pydantic-ai  a PydanticAI run's question and approval, answered over HTTP, continued once"
 	@echo "make demo-openai-agents  an OpenAI Agents SDK run's two approvals, answered over HTTP, continued once"
-	@echo "make test          the suite on SQLite, then on PostgreSQL"
+	@echo "make test          the suite on SQLite and on PostgreSQL, both at once"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-sqlite-memory  the LangGraph bridge tests on Django's in-memory test database, 20 times"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
@@ -40,7 +40,10 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed | gettext
 
-test: test-sqlite test-postgres
+# The two legs at once, one per core (much of each leg waits on its database); each leg's output
+# is printed whole when it ends.
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
 
 test-sqlite: install
 	DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)

@@ -57,10 +57,13 @@ VARIABLES = dict(re.findall(r"^(\w+) [:?]?= (.+)$", MAKEFILE, re.MULTILINE))
 
 
 def recipe_lines(target: str) -> list[str]:
-    """The recipe of ``target`` and of every phony target it runs through (``test: test-sqlite ...``)."""
+    """The recipe of ``target`` and of every test target it runs through: a prerequisite
+    (``test-django6: test-django6-sqlite ...``) or a target its recipe makes
+    (``$(MAKE) -j2 test-sqlite ...``)."""
     prerequisites, recipe = RULES[target]
     lines = list(recipe)
-    for prerequisite in prerequisites:
+    made = [word for line in recipe if "$(MAKE)" in line for word in line.split()]
+    for prerequisite in [*prerequisites, *made]:
         if prerequisite in RULES and not prerequisite.startswith("$(") and prerequisite.startswith("test"):
             lines += recipe_lines(prerequisite)
     return lines
