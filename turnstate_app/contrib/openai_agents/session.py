@@ -26,23 +26,16 @@ from asgiref.sync import sync_to_async
 from django.db import connections, router, transaction
 from django.utils import timezone
 
-from turnstate_app.contrib._text import refuse_lone_surrogate
 from turnstate_app.contrib.openai_agents import statements
 from turnstate_app.contrib.openai_agents.codec import decode_item, encode_item
-from turnstate_app.contrib.openai_agents.models import ID_MAX_LENGTH, StoredSessionItem
-from turnstate_app.errors import CheckpointFieldError
+from turnstate_app.contrib.openai_agents.models import StoredSessionItem
+from turnstate_app.ports.limits import require_id
 
 
 def check_id(field: str, value: Any) -> str:
-    """A non-empty str within the id length, without NUL or a lone surrogate."""
-    if not isinstance(value, str) or not value:
-        raise CheckpointFieldError(field, "must be a non-empty str")
-    if len(value) > ID_MAX_LENGTH:
-        raise CheckpointFieldError(field, f"is {len(value)} characters long; the limit is {ID_MAX_LENGTH}")
-    if "\x00" in value:
-        raise CheckpointFieldError(field, "must not contain NUL characters")
-    refuse_lone_surrogate(field, value)
-    return value
+    """``value``, once the core's id rule (:func:`~turnstate_app.ports.limits.require_id`) accepts it."""
+    require_id(field, value)
+    return str(value)
 
 
 class DjangoSession(SessionABC):
