@@ -43,6 +43,7 @@ from turnstate_app.pauses.shown import digest_at_mint
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
+from turnstate_app.ports.ledger import insert_pause
 from turnstate_app.ports.limits import require_id
 from turnstate_app.ports.model import whole_transaction_writes
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore, stamped_turn
@@ -197,8 +198,7 @@ def write_pause(
     # back alone, and the pause is still minted, saying it is not resumable.
     resumable = earned(store.record_sync(claims, turn, encoded=encoded), resumable_check, claims)
     pause = new_pause(Pause, claims, resumable=resumable, **ledger)
-    pause.save(force_insert=True)
-    return resumable, pause
+    return resumable, insert_pause(pause, using=router.db_for_write(Pause, instance=pause))
 
 
 MINT_ATTEMPTS = 3

@@ -33,6 +33,22 @@ def run_statement(
         return int(cursor.rowcount), row
 
 
+def insert_returning_pk(
+    connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any], *, table: str, pk_column: str
+) -> Any:
+    """Execute one INSERT of one row; return the primary key the database gave it.
+
+    ``sql`` ends in ``RETURNING <pk>`` where the database can say so
+    (``features.can_return_columns_from_insert``); elsewhere the key is Django's
+    ``ops.last_insert_id``, read on the same cursor, as the ORM reads it.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if cursor.description:
+            return cursor.fetchone()[0]
+        return connection.ops.last_insert_id(cursor, table, pk_column)
+
+
 def fetch_all(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> list[Any]:
     """Run one query; return all its rows."""
     with connection.cursor() as cursor:
