@@ -171,10 +171,12 @@ def test_an_encrypted_serializer_is_used_as_given() -> None:
     [pending] = trip_graph(saver).invoke({"transcript": ["a secret plan"]}, config(thread))["__interrupt__"]
     done = trip_graph(saver).invoke(Command(resume={pending.id: "Sunday"}), config(thread))
     assert done["transcript"][0] == "a secret plan"
-    stored = list(
-        ChannelBlob.objects.filter(thread_id=thread, ns_hash=ROOT_NS_HASH).values_list("type", "blob")
-    )
-    assert stored and all(type_.endswith("+aes") for type_, _ in stored if type_ != "empty")
+    at = {"thread_id": thread, "ns_hash": ROOT_NS_HASH}
+    bodies = list(Checkpoint.objects.filter(**at).values_list("type", "checkpoint"))
+    writes = list(CheckpointWrite.objects.filter(**at).values_list("type", "blob"))
+    values = list(ChannelBlob.objects.filter(**at).values_list("type", "blob"))
+    stored = bodies + writes + values
+    assert bodies and writes and all(type_.endswith("+aes") for type_, _ in stored if type_ != "empty")
     assert all(b"a secret plan" not in bytes(blob) for _, blob in stored if blob is not None)
     # Without the key the rows do not read.
     with pytest.raises(UnreadableCheckpointError):

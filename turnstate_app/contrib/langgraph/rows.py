@@ -21,8 +21,13 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.encryption import seal, unseal
 
-EMPTY = "empty"  # a channel with a version but no value (LangGraph's own savers store the same)
+EMPTY = "empty"  # a channel with a version but no value, as rows written before ELSEWHERE stored it
 INLINE_MAX = 4096  # serialized bytes up to which a channel value is kept inside the checkpoint's own row
+ELSEWHERE = "~elsewhere"
+"""The body's list of the channels whose values are rows of their own (the rest are inline or empty).
+
+A body without it was written before it existed: there every channel that is not inline has a
+row, an empty one included (``EMPTY``), and is looked up."""
 
 # (thread, ns_hash, channel, version) -> (type, blob, key id); (thread, ns_hash, checkpoint_id) -> writes
 BlobMap = dict[tuple[str, str, str, str], tuple[str, bytes | None, str | None]]
@@ -142,6 +147,7 @@ def build_tuple(
                 key_id=key_id,
                 thread_id=thread_id,
             )
+    body.pop(ELSEWHERE, None)
     body["channel_values"] = values  # the body is this call's own, freshly decoded
     pending = writes.get((thread_id, ns_key, checkpoint_id))
     if pending:
@@ -199,12 +205,12 @@ def decode_body(serde: SerializerProtocol, thread_id: str, row: Sequence[Any]) -
 
 def stored_elsewhere(body: dict[str, Any]) -> list[tuple[str, str]]:
     """The (channel, version) pairs of this checkpoint whose values live in the value table."""
+    versions = body["channel_versions"]
+    elsewhere = body.get(ELSEWHERE)
+    if elsewhere is not None:
+        return [(channel, str(versions[channel])) for channel in elsewhere if channel in versions]
     inline = body.get("channel_values") or {}
-    return [
-        (channel, str(version))
-        for channel, version in body["channel_versions"].items()
-        if channel not in inline
-    ]
+    return [(channel, str(version)) for channel, version in versions.items() if channel not in inline]
 
 
 def split_body(
@@ -214,12 +220,16 @@ def split_body(
 
     A value of at most ``INLINE_MAX`` serialized bytes travels inside the body: one row for
     the whole checkpoint. A larger one gets a row of its own when its channel changed, and is
-    shared from then on by every checkpoint that keeps that version. Whether a value is inline
-    depends on the value alone, so an unchanged channel is found where it was first put.
+    shared from then on by every checkpoint that keeps that version; the body names those
+    channels (``ELSEWHERE``), so a read looks up only them. Whether a value is inline depends
+    on the value alone, so an unchanged channel is found where it was first put. A channel
+    with a version but no value (a trigger consumed, say) is neither, and costs no row: a step
+    that changed only small values is one row.
     """
     versions = checkpoint["channel_versions"]
     values = checkpoint["channel_values"]
     inline: dict[str, list[Any]] = {}
+    elsewhere: list[str] = []
     rows: list[tuple[str, str, str | None, bytes | None]] = []
     for channel, value in values.items():
         if channel not in versions:
@@ -227,11 +237,11 @@ def split_body(
         type_, data = serde.dumps_typed(value)
         if len(data) <= INLINE_MAX:
             inline[channel] = [type_, data]
-        elif channel in new_versions:
+            continue
+        elsewhere.append(channel)
+        if channel in new_versions:
             rows.append((channel, str(new_versions[channel]), type_, data))
-    for channel, version in new_versions.items():
-        if channel not in values:
-            rows.append((channel, str(version), EMPTY, None))
     body = {key: value for key, value in checkpoint.items() if key != "channel_values"}
     body["channel_values"] = inline
+    body[ELSEWHERE] = elsewhere
     return serde.dumps_typed(body), rows

@@ -1,0 +1,150 @@
+"""Which rows a checkpoint costs: its own, one per large value that changed, none for an empty channel.
+
+A channel with a version but no value (a node's trigger once consumed) used to get a value
+row at every version, so each step of a graph was a transaction of two writes and each read
+looked those rows up. The body now names the channels whose values are rows of their own;
+bodies written before that still read as they were written.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+from django.db.backends.signals import connection_created
+from django.test.utils import CaptureQueriesContext
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
+
+from tests.contrib.langgraph.graphs import config, linear_graph
+from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
+from turnstate_app.contrib.langgraph.connections import release_saver_connections
+from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint
+from turnstate_app.contrib.langgraph.rows import ELSEWHERE, EMPTY
+from turnstate_app.encryption import seal
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TABLES = (
+    "turnstate_langgraph_checkpoint",
+    "turnstate_langgraph_channelblob",
+    "turnstate_langgraph_checkpointwrite",
+)
+
+
+def ours(captured: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in captured.captured_queries if any(table in q["sql"] for table in TABLES)]
+
+
+class Recorded:
+    """Every statement on every connection of any thread (LangGraph writes on its own threads)."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        with self.lock:
+            self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+    def attach(self, connection: Any, **_: Any) -> None:
+        if self not in connection.execute_wrappers:
+            connection.execute_wrappers.append(self)
+
+
+@pytest.fixture
+def recorded() -> Iterator[Recorded]:
+    release_saver_connections()  # reopened on first use, so the recorder is attached to it
+    recorder = Recorded()
+    connection_created.connect(recorder.attach)
+    for opened in connections.all(initialized_only=True):
+        recorder.attach(opened)
+    try:
+        yield recorder
+    finally:
+        connection_created.disconnect(recorder.attach)
+        release_saver_connections()
+        for opened in connections.all(initialized_only=True):
+            if recorder in opened.execute_wrappers:
+                opened.execute_wrappers.remove(recorder)
+
+
+def test_a_graph_of_small_values_stores_no_value_rows_and_each_step_is_one_statement(
+    recorded: Recorded,
+) -> None:
+    saver = DjangoCheckpointSaver()
+    thread = f"rows-{uuid.uuid4()}"
+    result = linear_graph(saver, nodes=4).invoke({"items": []}, config(thread))
+    assert len(result["items"]) == 4
+    assert not ChannelBlob.objects.filter(thread_id=thread).exists()
+    checkpoints = Checkpoint.objects.filter(thread_id=thread).count()
+    ours_sql = [sql for sql in recorded.sql if any(table in sql for table in TABLES)]
+    puts = [sql for sql in ours_sql if "checkpointwrite" not in sql.split("(")[0]]
+    puts = [sql for sql in puts if sql.lstrip().upper().startswith(("INSERT", "WITH"))]
+    assert checkpoints >= 5 and len(puts) == checkpoints, ours_sql  # one statement per put
+    assert not any("channelblob" in sql for sql in puts)
+    assert not any(sql.upper().startswith(("SAVEPOINT", "BEGIN")) for sql in recorded.sql)
+
+
+def test_the_newest_checkpoint_of_a_finished_run_is_read_in_one_query() -> None:
+    saver = DjangoCheckpointSaver()
+    thread = f"rows-{uuid.uuid4()}"
+    linear_graph(saver, nodes=3).invoke({"items": []}, config(thread))
+    with CaptureQueriesContext(connection) as captured:
+        found = saver.get_tuple(config(thread))
+    assert found is not None and len(found.checkpoint["channel_values"]["items"]) == 3
+    assert any(k.startswith("branch:to:") for k in found.checkpoint["channel_versions"])  # empty ones
+    assert ELSEWHERE not in found.checkpoint
+    assert len(ours(captured)) == 1, ours(captured)
+
+
+def test_a_large_value_is_a_row_of_its_own_found_again_while_unchanged() -> None:
+    saver = DjangoCheckpointSaver()
+    thread = f"rows-{uuid.uuid4()}"
+    cfg: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    first = empty_checkpoint()
+    first["channel_values"] = {"big": "b" * 10_000, "small": "s"}
+    first["channel_versions"] = {"big": "1", "small": "1", "gone": "1"}
+    stored = saver.put(cfg, first, {}, {"big": "1", "small": "1", "gone": "1"})
+    second = empty_checkpoint()
+    second["channel_values"] = {"big": "b" * 10_000, "small": "t"}
+    second["channel_versions"] = {"big": "1", "small": "2", "gone": "1"}
+    stored = saver.put(stored, second, {}, {"small": "2"})
+    value_rows = ChannelBlob.objects.filter(thread_id=thread).values_list("channel", "version")
+    assert list(value_rows) == [("big", "1")]
+    found = saver.get_tuple(stored)
+    assert found is not None
+    assert found.checkpoint["channel_values"] == {"big": "b" * 10_000, "small": "t"}
+
+
+def old_style_body(saver: DjangoCheckpointSaver, thread: str, body: dict[str, Any]) -> None:
+    """Rewrite the thread's checkpoint body as rows written before ``ELSEWHERE`` existed."""
+    body = {key: value for key, value in body.items() if key != ELSEWHERE}
+    type_, data = saver.serde.dumps_typed(body)
+    blob, key_id = seal(data, thread_id=thread)
+    Checkpoint.objects.filter(thread_id=thread).update(type=type_, checkpoint=blob, encryption_key_id=key_id)
+
+
+def test_a_body_written_before_elsewhere_reads_its_value_rows_and_empty_rows() -> None:
+    saver = DjangoCheckpointSaver()
+    thread = f"rows-{uuid.uuid4()}"
+    cfg: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"big": "b" * 10_000, "small": "s"}
+    checkpoint["channel_versions"] = {"big": "1", "small": "1", "gone": "1"}
+    stored = saver.put(cfg, checkpoint, {}, {"big": "1", "small": "1", "gone": "1"})
+    row = Checkpoint.objects.get(thread_id=thread)
+    body = saver.serde.loads_typed((row.type, bytes(row.checkpoint)))
+    assert body[ELSEWHERE] == ["big"]
+    old_style_body(saver, thread, body)
+    ChannelBlob.objects.create(thread_id=thread, ns_hash=row.ns_hash, channel="gone", version="1", type=EMPTY)
+    with CaptureQueriesContext(connection) as captured:
+        found = saver.get_tuple(stored)
+    assert found is not None
+    assert found.checkpoint["channel_values"] == {"big": "b" * 10_000, "small": "s"}
+    assert len(ours(captured)) == 2  # the checkpoint, then its value rows (the empty one among them)
