@@ -156,7 +156,7 @@ class Admin:
         else:
             assert self._lite is not None
             stamp = str(now.replace(tzinfo=None))
-            params_lite = [(t, c, k, v, TASK_ID, stamp, stamp) for t, c, k, v in rows]
+            params_lite = [(t, c, k, v, None, TASK_ID, stamp, stamp) for t, c, k, v in rows]
             self._lite.execute("BEGIN IMMEDIATE")
             self._lite.executemany(qmark(SQL_WRITE), params_lite)
             self._lite.execute("COMMIT")
