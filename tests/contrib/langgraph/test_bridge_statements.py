@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
-from django.db import connections
-from django.db.backends.signals import connection_created
 
 from tests.contrib.langgraph.approvals import config, start, trip_approvals
+from tests.contrib.langgraph.statements_seen import SeenStatements, watching
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, continue_graph, pause_interrupts
 from turnstate_app.pauses import resume_pause
 
@@ -23,46 +18,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 MOST = {"pause_interrupts (2 pauses)": 30, "continue (no next pause)": 20, "continue (1 next pause)": 35}
 
 
-class Statements:
-    """Counts every statement on every connection, of any thread, while active."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-        self.lock = threading.Lock()
-        self.label = ""
-
-    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        with self.lock:
-            self.counts[self.label] += 1
-        return execute(sql, params, many, context)
-
-    def attach(self, connection: Any, **_: Any) -> None:
-        if self not in connection.execute_wrappers:
-            connection.execute_wrappers.append(self)
-
-    @contextmanager
-    def counting(self, label: str) -> Iterator[None]:
-        self.label = label
-        yield
-        self.label = ""
-
-
 @pytest.fixture
-def statements() -> Iterator[Statements]:
-    counter = Statements()
-    connection_created.connect(counter.attach)
-    for connection in connections.all(initialized_only=True):
-        counter.attach(connection)
-    try:
-        yield counter
-    finally:
-        connection_created.disconnect(counter.attach)
-        for connection in connections.all(initialized_only=True):
-            if counter in connection.execute_wrappers:
-                connection.execute_wrappers.remove(counter)
+def statements() -> Iterator[SeenStatements]:
+    with watching() as seen:
+        yield seen
 
 
-def test_statements_per_pause_and_per_continuation(statements: Statements) -> None:
+def test_statements_per_pause_and_per_continuation(statements: SeenStatements) -> None:
     thread = f"count-{uuid.uuid4().hex[:12]}"
     graph = trip_approvals(DjangoCheckpointSaver())
     start(graph, thread)

@@ -8,21 +8,19 @@ bodies written before that still read as they were written.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection, connections
-from django.db.backends.signals import connection_created
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from tests.contrib.langgraph.graphs import config, linear_graph
+from tests.contrib.langgraph.statements_seen import SeenStatements, watching
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
-from turnstate_app.contrib.langgraph.connections import release_saver_connections
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint
 from turnstate_app.contrib.langgraph.rows import ELSEWHERE, EMPTY
 from turnstate_app.encryption import seal
@@ -40,42 +38,14 @@ def ours(captured: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in captured.captured_queries if any(table in q["sql"] for table in TABLES)]
 
 
-class Recorded:
-    """Every statement on every connection of any thread (LangGraph writes on its own threads)."""
-
-    def __init__(self) -> None:
-        self.sql: list[str] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        with self.lock:
-            self.sql.append(sql)
-        return execute(sql, params, many, context)
-
-    def attach(self, connection: Any, **_: Any) -> None:
-        if self not in connection.execute_wrappers:
-            connection.execute_wrappers.append(self)
-
-
 @pytest.fixture
-def recorded() -> Iterator[Recorded]:
-    release_saver_connections()  # reopened on first use, so the recorder is attached to it
-    recorder = Recorded()
-    connection_created.connect(recorder.attach)
-    for opened in connections.all(initialized_only=True):
-        recorder.attach(opened)
-    try:
-        yield recorder
-    finally:
-        connection_created.disconnect(recorder.attach)
-        release_saver_connections()
-        for opened in connections.all(initialized_only=True):
-            if recorder in opened.execute_wrappers:
-                opened.execute_wrappers.remove(recorder)
+def recorded() -> Iterator[SeenStatements]:
+    with watching() as seen:
+        yield seen
 
 
 def test_a_graph_of_small_values_stores_no_value_rows_and_each_step_is_one_statement(
-    recorded: Recorded,
+    recorded: SeenStatements,
 ) -> None:
     saver = DjangoCheckpointSaver()
     thread = f"rows-{uuid.uuid4()}"
@@ -103,23 +73,31 @@ def test_the_newest_checkpoint_of_a_finished_run_is_read_in_one_query() -> None:
     assert len(ours(captured)) == 1, ours(captured)
 
 
+BIG = "b" * 10_000  # past INLINE_MAX: a value row of its own
+
+
+def put_first(saver: DjangoCheckpointSaver, thread: str) -> RunnableConfig:
+    """A checkpoint with a large value, a small one and an empty channel ("gone"), all at version 1."""
+    cfg: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"big": BIG, "small": "s"}
+    checkpoint["channel_versions"] = {"big": "1", "small": "1", "gone": "1"}
+    return saver.put(cfg, checkpoint, {}, {"big": "1", "small": "1", "gone": "1"})
+
+
 def test_a_large_value_is_a_row_of_its_own_found_again_while_unchanged() -> None:
     saver = DjangoCheckpointSaver()
     thread = f"rows-{uuid.uuid4()}"
-    cfg: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-    first = empty_checkpoint()
-    first["channel_values"] = {"big": "b" * 10_000, "small": "s"}
-    first["channel_versions"] = {"big": "1", "small": "1", "gone": "1"}
-    stored = saver.put(cfg, first, {}, {"big": "1", "small": "1", "gone": "1"})
+    stored = put_first(saver, thread)
     second = empty_checkpoint()
-    second["channel_values"] = {"big": "b" * 10_000, "small": "t"}
+    second["channel_values"] = {"big": BIG, "small": "t"}
     second["channel_versions"] = {"big": "1", "small": "2", "gone": "1"}
     stored = saver.put(stored, second, {}, {"small": "2"})
     value_rows = ChannelBlob.objects.filter(thread_id=thread).values_list("channel", "version")
     assert list(value_rows) == [("big", "1")]
     found = saver.get_tuple(stored)
     assert found is not None
-    assert found.checkpoint["channel_values"] == {"big": "b" * 10_000, "small": "t"}
+    assert found.checkpoint["channel_values"] == {"big": BIG, "small": "t"}
 
 
 def old_style_body(saver: DjangoCheckpointSaver, thread: str, body: dict[str, Any]) -> None:
@@ -133,11 +111,7 @@ def old_style_body(saver: DjangoCheckpointSaver, thread: str, body: dict[str, An
 def test_a_body_written_before_elsewhere_reads_its_value_rows_and_empty_rows() -> None:
     saver = DjangoCheckpointSaver()
     thread = f"rows-{uuid.uuid4()}"
-    cfg: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"big": "b" * 10_000, "small": "s"}
-    checkpoint["channel_versions"] = {"big": "1", "small": "1", "gone": "1"}
-    stored = saver.put(cfg, checkpoint, {}, {"big": "1", "small": "1", "gone": "1"})
+    stored = put_first(saver, thread)
     row = Checkpoint.objects.get(thread_id=thread)
     body = saver.serde.loads_typed((row.type, bytes(row.checkpoint)))
     assert body[ELSEWHERE] == ["big"]
@@ -146,5 +120,5 @@ def test_a_body_written_before_elsewhere_reads_its_value_rows_and_empty_rows() -
     with CaptureQueriesContext(connection) as captured:
         found = saver.get_tuple(stored)
     assert found is not None
-    assert found.checkpoint["channel_values"] == {"big": "b" * 10_000, "small": "s"}
+    assert found.checkpoint["channel_values"] == {"big": BIG, "small": "s"}
     assert len(ours(captured)) == 2  # the checkpoint, then its value rows (the empty one among them)
