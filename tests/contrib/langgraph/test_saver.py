@@ -128,7 +128,28 @@ def test_versions_increase() -> None:
     saver = DjangoCheckpointSaver()
     first = saver.get_next_version(None, None)
     second = saver.get_next_version(first, None)
-    assert first < second and second.startswith(f"{2:032}.")
+    assert first < second and second.startswith(f"{2:010}.")
+
+
+def test_a_version_is_short_and_forks_of_one_step_differ() -> None:
+    """Every checkpoint body names each channel's version, some several times: its length is paid
+    again in every checkpoint of a thread."""
+    saver = DjangoCheckpointSaver()
+    current = saver.get_next_version(None, None)
+    forks = {saver.get_next_version(current, None) for _ in range(200)}
+    assert len(forks) == 200
+    assert max(len(version) for version in forks) <= 23
+
+
+def test_a_version_follows_one_written_in_the_longer_form() -> None:
+    """Threads stored before keep their ``<32 digits>.<16 digits>`` versions; LangGraph compares a
+    channel's versions as text, so the next one must sort after them."""
+    saver = DjangoCheckpointSaver()
+    for step in (1, 9, 10, 12_345):
+        longer = f"{step:032}.{0.9999999999999999:016}"
+        following = saver.get_next_version(longer, None)
+        assert following > longer and following.startswith(f"{step + 1:010}.")
+        assert saver.get_next_version(following, None) > following
 
 
 def test_with_allowlist_returns_a_working_clone_on_the_same_database() -> None:
