@@ -468,7 +468,9 @@ def new_pause(model: type[Pause], claims: PauseClaims, **fields: Any) -> Pause:
     args = [values.pop(name) if name in values else default() for name, default in _columns(model)]
     if values:  # not a column: let the model refuse (or take) it as it would
         return model(**claims_fields(claims), **fields)
-    return model(*args)
+    positional: Any = model  # the stubs' plugin types keyword arguments only
+    pause: Pause = positional(*args)
+    return pause
 
 
 @cache

@@ -23,7 +23,7 @@ def cfg(thread: str, ns: str = "", checkpoint_id: str | None = None) -> Runnable
     return {"configurable": conf}
 
 
-BIG = "b" * 10_000  # kept in a row of its own, not inside the checkpoint's
+BIG = "b" * 70_000  # kept in a row of its own on every database (rows.inline_max)
 
 
 def put_chain(

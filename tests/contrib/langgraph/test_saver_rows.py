@@ -73,7 +73,7 @@ def test_the_newest_checkpoint_of_a_finished_run_is_read_in_one_query() -> None:
     assert len(ours(captured)) == 1, ours(captured)
 
 
-BIG = "b" * 10_000  # past INLINE_MAX: a value row of its own
+BIG = "b" * 70_000  # past every inline limit (rows.inline_max): a value row of its own
 
 
 def put_first(saver: DjangoCheckpointSaver, thread: str) -> RunnableConfig:
@@ -98,6 +98,30 @@ def test_a_large_value_is_a_row_of_its_own_found_again_while_unchanged() -> None
     found = saver.get_tuple(stored)
     assert found is not None
     assert found.checkpoint["channel_values"] == {"big": BIG, "small": "t"}
+
+
+MIDDLE = "m" * 20_000  # past PostgreSQL's inline limit, within SQLite's
+
+
+def test_a_middle_sized_value_is_inline_on_sqlite_and_a_row_of_its_own_elsewhere() -> None:
+    """On SQLite a checkpoint with a value row is a transaction of two writes, so values of a few
+    dozen KB (a chat's messages) stay inside the checkpoint's row there: a step is one statement."""
+    saver = DjangoCheckpointSaver()
+    thread = f"rows-{uuid.uuid4()}"
+    cfg: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"messages": MIDDLE}
+    checkpoint["channel_versions"] = {"messages": "1"}
+    with CaptureQueriesContext(connection) as captured:
+        stored = saver.put(cfg, checkpoint, {}, {"messages": "1"})
+    value_rows = list(ChannelBlob.objects.filter(thread_id=thread).values_list("channel", flat=True))
+    if connection.vendor == "sqlite":
+        assert value_rows == []
+        assert len(captured.captured_queries) == 1, captured.captured_queries  # no BEGIN, no COMMIT
+    else:
+        assert value_rows == ["messages"]
+    found = saver.get_tuple(stored)
+    assert found is not None and found.checkpoint["channel_values"] == {"messages": MIDDLE}
 
 
 def old_style_body(saver: DjangoCheckpointSaver, thread: str, body: dict[str, Any]) -> None:

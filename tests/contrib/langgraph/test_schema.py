@@ -28,7 +28,7 @@ AFTER = (APP, "0003_sqlite_rowid")
 LATEST = (APP, "0004_encryption_key_id")
 LATER_COLUMNS = {"encryption_key_id"}  # added by a later migration than AFTER
 MODELS = (Checkpoint, ChannelBlob, CheckpointWrite)
-BIG = "v" * 10_000  # a value kept in the value table, so all three tables get rows
+BIG = "v" * 70_000  # a value kept in the value table on every database, so all three tables get rows
 
 
 def table_sql(table: str) -> str:

@@ -35,7 +35,7 @@ def gadget(module: str, name: str, *args: Any) -> bytes:
     )
 
 
-BIG = "a transcript too long to travel inside the checkpoint's row " * 100  # > INLINE_MAX
+BIG = "a transcript too long to travel inside the checkpoint's row " * 1200  # > rows.inline_max
 
 
 def stored_thread(saver: DjangoCheckpointSaver, value: Any = BIG) -> tuple[str, RunnableConfig]:

@@ -22,7 +22,15 @@ from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.encryption import seal, unseal
 
 EMPTY = "empty"  # a channel with a version but no value, as rows written before ELSEWHERE stored it
-INLINE_MAX = 4096  # serialized bytes up to which a channel value is kept inside the checkpoint's own row
+INLINE_MAX = 4096
+"""Serialized bytes up to which a channel value is kept inside the checkpoint's own row; a larger
+one gets a row of its own, stored once per version and shared by the checkpoints that keep it.
+On PostgreSQL a checkpoint and its new value rows are one statement (a data-modifying ``WITH``)."""
+INLINE_MAX_SQLITE = 65536
+"""The same on SQLite, where a checkpoint with a value row takes a transaction of two writes (four
+statements with BEGIN and COMMIT, each through Django's cursor): a step of a chat whose messages
+come to a few dozen KB stays one statement. LangGraph's own ``SqliteSaver`` keeps every value
+inside the checkpoint's row."""
 ELSEWHERE = "~elsewhere"
 """The body's list of the channels whose values are rows of their own (the rest are inline or empty).
 
@@ -213,17 +221,22 @@ def stored_elsewhere(body: dict[str, Any]) -> list[tuple[str, str]]:
     return [(channel, str(version)) for channel, version in versions.items() if channel not in inline]
 
 
+def inline_max(vendor: str) -> int:
+    """Serialized bytes up to which a channel value travels inside the checkpoint's row on ``vendor``."""
+    return INLINE_MAX_SQLITE if vendor == "sqlite" else INLINE_MAX
+
+
 def split_body(
-    serde: SerializerProtocol, checkpoint: Checkpoint, new_versions: dict[str, Any]
+    serde: SerializerProtocol, checkpoint: Checkpoint, new_versions: dict[str, Any], limit: int
 ) -> tuple[tuple[str, bytes], list[tuple[str, str, str | None, bytes | None]]]:
     """The serialized body (small values inline) and the value rows (channel, version, type, blob) to store.
 
-    A value of at most ``INLINE_MAX`` serialized bytes travels inside the body: one row for
+    A value of at most ``limit`` serialized bytes (:func:`inline_max`) travels inside the body: one row for
     the whole checkpoint. A larger one gets a row of its own when its channel changed, and is
     shared from then on by every checkpoint that keeps that version; the body names those
     channels (``ELSEWHERE``), so a read looks up only them. Whether a value is inline depends
-    on the value alone, so an unchanged channel is found where it was first put. A channel
-    with a version but no value (a trigger consumed, say) is neither, and costs no row: a step
+    on the value and the database alone, so an unchanged channel is found where it was first
+    put. A channel with a version but no value (a trigger consumed, say) is neither, and costs no row: a step
     that changed only small values is one row.
     """
     versions = checkpoint["channel_versions"]
@@ -235,7 +248,7 @@ def split_body(
         if channel not in versions:
             continue
         type_, data = serde.dumps_typed(value)
-        if len(data) <= INLINE_MAX:
+        if len(data) <= limit:
             inline[channel] = [type_, data]
             continue
         elsewhere.append(channel)

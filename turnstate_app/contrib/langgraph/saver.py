@@ -16,11 +16,12 @@ from __future__ import annotations
 import builtins
 import random
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import router, transaction
+from django.db import connections, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 from django.db.models.fields.json import KeyTransform
@@ -57,6 +58,7 @@ from turnstate_app.contrib.langgraph.rows import (
     CHECKPOINT_WIDTH,
     build_tuple,
     decode_body,
+    inline_max,
     split_body,
     split_values,
     stored_elsewhere,
@@ -84,6 +86,18 @@ _in_executor = sync_to_async(_call, thread_sensitive=True)
 async def _hop(method: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     result: T = await _in_executor(method, *args, **kwargs)
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class _PreparedPut:
+    """A ``put`` checked, serialized and sealed, waiting for a connection."""
+
+    alias: str
+    config: RunnableConfig
+    params: list[Any]  # the checkpoint row's, up to its metadata and creation time
+    metadata: CheckpointMetadata
+    blob_rows: int
+    blob_params: list[Any]
 
 
 _checkpoint_model: Any = None
@@ -330,8 +344,10 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        alias = self._write_alias()
-        return run_sync(alias, self._put, config, checkpoint, metadata, new_versions, keep=False)
+        # Serialized on the calling thread: the saver connection is held only for the statement.
+        prepared = self._prepare_put(config, checkpoint, metadata, new_versions)
+        run_sync(prepared.alias, self._store_put, prepared, keep=False)
+        return prepared.config
 
     def _put(
         self,
@@ -342,6 +358,18 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         *,
         keep: bool,
     ) -> RunnableConfig:
+        prepared = self._prepare_put(config, checkpoint, metadata, new_versions)
+        self._store_put(prepared, keep=keep)
+        return prepared.config
+
+    def _prepare_put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> _PreparedPut:
+        """Everything of a ``put`` that needs no connection: checked, serialized and sealed."""
         conf = config["configurable"]
         thread_id = thread_id_of(conf["thread_id"])
         ns = namespace_of(conf.get("checkpoint_ns", ""))
@@ -352,7 +380,9 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             checkpoint_id_of(parent_id)
         for channel, version in new_versions.items():
             version_of(channel, version)
-        (body_type, body_data), value_rows = split_body(self.serde, checkpoint, new_versions)
+        alias = self._write_alias()
+        limit = inline_max(connections[alias].vendor)
+        (body_type, body_data), value_rows = split_body(self.serde, checkpoint, new_versions, limit)
         body_blob, body_key_id = seal(body_data, thread_id=thread_id)
         blob_params: builtins.list[Any] = []
         for channel, version, type_, data in value_rows:
@@ -363,9 +393,12 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         if run_id is not None:
             run_id = check_text("metadata run_id", str(run_id), max_length=NAME_MAX_LENGTH)
         refuse_lone_surrogates_in("metadata", stored_metadata)
-        alias = self.using or router.db_for_write(_checkpoint_model or _model())
-        with borrowed(alias, keep=keep) as connection:
-            checkpoint_params = [
+        return _PreparedPut(
+            alias=alias,
+            config={
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+            },
+            params=[
                 thread_id,
                 ns,
                 ns_key,
@@ -375,20 +408,30 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
                 body_type,
                 body_blob,
                 body_key_id,
-                connection.ops.adapt_json_value(stored_metadata, None),
+            ],
+            metadata=stored_metadata,
+            blob_rows=len(value_rows),
+            blob_params=blob_params,
+        )
+
+    def _store_put(self, prepared: _PreparedPut, *, keep: bool) -> None:
+        alias = prepared.alias
+        with borrowed(alias, keep=keep) as connection:
+            checkpoint_params = [
+                *prepared.params,
+                connection.ops.adapt_json_value(prepared.metadata, None),
                 _created_at(connection),
             ]
-            if not value_rows:
+            if not prepared.blob_rows:
                 batch = [(statements.put_checkpoint(alias), checkpoint_params)]
-            elif combined := statements.put_checkpoint_and_blobs(alias, len(value_rows)):
-                batch = [(combined, blob_params + checkpoint_params)]
+            elif combined := statements.put_checkpoint_and_blobs(alias, prepared.blob_rows):
+                batch = [(combined, prepared.blob_params + checkpoint_params)]
             else:
                 batch = [
-                    (statements.put_blobs(alias, len(value_rows)), blob_params),
+                    (statements.put_blobs(alias, prepared.blob_rows), prepared.blob_params),
                     (statements.put_checkpoint(alias), checkpoint_params),
                 ]
             run_writes(connection, batch)
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
 
     def put_writes(
         self,
@@ -397,7 +440,10 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        run_sync(self._write_alias(), self._put_writes, config, writes, task_id, task_path, keep=False)
+        # Serialized on the calling thread, as ``put``.
+        prepared = self._prepare_writes(config, writes, task_id, task_path)
+        if prepared is not None:
+            run_sync(prepared[0], self._store_writes, *prepared, keep=False)
 
     def _put_writes(
         self,
@@ -408,8 +454,20 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         *,
         keep: bool,
     ) -> None:
+        prepared = self._prepare_writes(config, writes, task_id, task_path)
+        if prepared is not None:
+            self._store_writes(*prepared, keep=keep)
+
+    def _prepare_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> tuple[str, str, builtins.list[Any]] | None:
+        """The alias, statement and parameters of a ``put_writes`` (None: nothing to write)."""
         if not writes:
-            return
+            return None
         conf = config["configurable"]
         ns = namespace_of(conf.get("checkpoint_ns", ""))
         place = (thread_id_of(conf["thread_id"]), ns_hash(ns), checkpoint_id_of(conf["checkpoint_id"]))
@@ -420,8 +478,10 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         params = write_rows(self.serde, place, writes, task_id, path)
         # As the base class defines it: special channels (errors, interrupts, resumes) overwrite.
         overwrite = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        alias = self.using or router.db_for_write(_checkpoint_model or _model())
-        sql = statements.put_writes(alias, len(writes), overwrite)
+        alias = self._write_alias()
+        return alias, statements.put_writes(alias, len(writes), overwrite), params
+
+    def _store_writes(self, alias: str, sql: str, params: builtins.list[Any], *, keep: bool) -> None:
         with borrowed(alias, keep=keep) as connection:
             run_writes(connection, [(sql, params)])
 
