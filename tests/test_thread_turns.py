@@ -56,7 +56,12 @@ def test_two_pauses_of_one_thread_continued_at_once_run_one_after_the_other() ->
 
 @pytest.mark.django_db(transaction=True)
 def test_a_continuation_running_longer_than_stalled_after_keeps_its_turn() -> None:
-    """STALLED_AFTER 0.5s, runs of 1.5s: the second continuation waits for the first, no overlap."""
+    """STALLED_AFTER 1s, runs of 3s: the second continuation waits for the first, no overlap.
+
+    The holder's heartbeat (every STALLED_AFTER / 3) keeps the waiter waiting past STALLED_AFTER.
+    At 0.5s a beat delayed by a loaded two-core machine (four suites at once in CI) read as a
+    stalled holder and the waiter gave up after 1.6s.
+    """
     first = mint(thread_id="thread-long", tool_call_id="call-a")
     second = mint(thread_id="thread-long", tool_call_id="call-b")
     for minted in (first, second):
@@ -66,7 +71,7 @@ def test_a_continuation_running_longer_than_stalled_after_keeps_its_turn() -> No
     racers = [
         SPAWN.Process(
             target=lifecycle_processes.continue_answered_stalling_soon,
-            args=(dict(connection.settings_dict), 0.5, minted.claims.jti, "long", 1.5, barrier, results),
+            args=(dict(connection.settings_dict), 1.0, minted.claims.jti, "long", 3.0, barrier, results),
         )
         for minted in (first, second)
     ]
