@@ -33,6 +33,7 @@ def test_detail_is_the_ledger_row_without_transcript(users: dict[str, Any]) -> N
     assert body["request_key"] == f"ask_user_request:{minted.claims.tool_call_id}"
     assert (body["status"], body["resumable"], body["owner"]) == ("pending", True, users["owner"].pk)
     assert body["answered_at"] is None and body["handed_off_at"] is None
+    assert body["continuation"] is None  # nothing to continue before an answer
     assert "SECRET" not in json.dumps(body)
     assert not {"prompt", "messages", "token"} & set(body)
 
@@ -202,7 +203,8 @@ def test_resume_answers_once_and_says_whether_the_turn_can_continue(users: dict[
     assert response.json() == {"jti": minted.claims.jti, "status": "answered", "resumable": True}
     stored = CheckpointMetadata.objects.get(key=answer_key(minted.claims)).value
     assert json.loads(stored) == {"date": "2027-05-03", "seats": [1, 2]}
-    assert client.get(pause_url(minted.claims.jti)).json()["status"] == "answered"
+    detail = client.get(pause_url(minted.claims.jti)).json()
+    assert (detail["status"], detail["continuation"]) == ("answered", "queued")
 
     again = resume(client, minted.token, "changed my mind")
     assert (again.status_code, again.json()["code"]) == (409, "already_answered")

@@ -118,6 +118,18 @@ def test_a_handoff_timeout_in_seconds_passes(turnstate_settings: Any, value: Any
     assert ids(turnstate_settings, {"HANDOFF_TIMEOUT": value}) == []
 
 
+@pytest.mark.parametrize("value", [0, -1, 101, 2.5, "3", True, None])
+def test_e022_continuation_attempts_not_a_whole_number_from_1_to_100(
+    turnstate_settings: Any, value: Any
+) -> None:
+    assert ids(turnstate_settings, {"CONTINUATION_ATTEMPTS": value}) == ["turnstate.E022"]
+
+
+@pytest.mark.parametrize("value", [1, 3, 100])
+def test_continuation_attempts_from_1_to_100_pass(turnstate_settings: Any, value: Any) -> None:
+    assert ids(turnstate_settings, {"CONTINUATION_ATTEMPTS": value}) == []
+
+
 @pytest.mark.django_db(databases="__all__")  # Django 6 runs model checks against every database
 def test_manage_py_check_reports_by_id(turnstate_settings: Any, settings: Any) -> None:
     turnstate_settings.replace({"PORT": "turnstate_app.ports.InMemoryCheckpointCommandPort"})

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from tests import lifecycle_processes
 from tests.pause_helpers import mint, mint_fields
+from turnstate_app.choices import ContinuationState
 from turnstate_app.models import Pause
 from turnstate_app.pauses import (
     Continuation,
@@ -89,7 +90,10 @@ def test_a_group_continues_once_when_its_last_member_is_answered() -> None:
     assert Pause.objects.group_state("g", now()) == "pending"
     early = continue_once(resume_pause(second.token, "B"), run)
     assert early == ContinueResult(ran=False, reason="group incomplete")
-    assert not Pause.objects.filter(continued_at__isnull=False).exists()
+    assert dict(Pause.objects.values_list("jti", "continuation")) == {  # nothing claimed
+        first.claims.jti: None,
+        second.claims.jti: ContinuationState.QUEUED,
+    }
     last = resume_pause(first.token, "A")
     assert Pause.objects.group_state("g", now()) == "complete"
     assert continue_once(last, run) == ContinueResult(ran=True, output="went on")
@@ -133,14 +137,16 @@ def test_group_ids_compare_exactly_on_every_database() -> None:
 
 
 @pytest.mark.django_db
-def test_a_group_whose_continuation_crashed_is_stalled_and_one_that_refused_failed(
+def test_a_group_whose_run_raised_or_refused_failed_and_one_whose_worker_died_is_stalled(
     turnstate_settings: Any,
 ) -> None:
     turnstate_settings["STALLED_AFTER"] = 60
-    crashed, refused = (mint_group(name, 1, thread=f"thread-{name}")[0] for name in ("crashed", "refused"))
+    crashed, refused, died = (
+        mint_group(name, 1, thread=f"thread-{name}")[0] for name in ("crashed", "refused", "died")
+    )
 
     def crash(continuation: Continuation) -> None:
-        raise RuntimeError("the worker died")
+        raise RuntimeError("the tool raised")
 
     def refuse(continuation: Continuation) -> None:
         raise ContinuationRefused("the interrupt moved on")
@@ -148,12 +154,18 @@ def test_a_group_whose_continuation_crashed_is_stalled_and_one_that_refused_fail
     with pytest.raises(RuntimeError):
         continue_once(resume_pause(crashed.token, "A"), crash)
     continue_once(resume_pause(refused.token, "A"), refuse)
+    answered_died = resume_pause(died.token, "A")
+    # A worker killed after its claim leaves the claim behind and nothing after it.
+    assert Pause.objects.claim(Pause.objects.get(jti=died.claims.jti).pk, now=timezone.now())
     now, later = timezone.now(), timezone.now() + timedelta(seconds=61)
-    assert Pause.objects.group_state("crashed", now) == "complete"  # claimed, maybe still running
-    assert Pause.objects.group_state("crashed", later) == "stalled"
+    assert Pause.objects.group_state("crashed", now) == "failed"  # at once, not stalled later
+    assert Pause.objects.group_state("crashed", later) == "failed"
     assert Pause.objects.group_state("refused", now) == "failed"
-    assert [p.group for p in Pause.objects.in_group_state("stalled", later)] == ["crashed"]
-    assert [p.group for p in Pause.objects.in_failed_group(later)] == ["refused"]
+    assert Pause.objects.group_state("died", now) == "complete"  # claimed, maybe still running
+    assert Pause.objects.group_state("died", later) == "stalled"
+    assert [p.group for p in Pause.objects.in_group_state("stalled", later)] == ["died"]
+    assert {p.group for p in Pause.objects.in_failed_group(later)} == {"crashed", "refused"}
+    assert continue_once(answered_died, crash).reason == "continuation claimed elsewhere"
     with pytest.raises(ValueError, match="unknown group state"):
         Pause.objects.in_group_state("lost", now)
 

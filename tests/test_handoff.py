@@ -75,6 +75,11 @@ def awaiting(jti: str) -> bool:
     return Pause.objects.awaiting_handoff().filter(jti=jti).exists()
 
 
+def queued(jti: str) -> bool:
+    """Handed off, its continuation waiting for a worker: the hand-off moves no state."""
+    return Pause.objects.queued().filter(jti=jti, continuation="queued").exists()
+
+
 def wait_until_handed_off(jti: str) -> None:
     deadline = time.monotonic() + DEADLINE
     while not handed_off(jti):
@@ -129,7 +134,7 @@ def test_redelivery_awaits_an_async_handler(turnstate_settings: dict[str, Any]) 
     turnstate_settings["RESUME_HANDLER"] = "tests.test_handoff.async_handler"
     assert redeliver().delivered == 1
     assert [r.answer for r in HANDLED] == [{"a": 1}]
-    assert handed_off(jti)
+    assert handed_off(jti) and queued(jti)
 
 
 # -- a committed answer is reported as committed -----------------------------------------
@@ -211,6 +216,7 @@ def test_a_quick_handler_is_stamped_before_the_caller_returns(turnstate_settings
     minted = mint(1)
     resume_pause(minted.token, "x")
     assert handed_off(minted.claims.jti)
+    assert queued(minted.claims.jti) and not awaiting(minted.claims.jti)
 
 
 # -- redelivery reports what it cannot read and carries on -------------------------------
@@ -312,3 +318,31 @@ def test_shutdown_waits_a_bounded_time_and_drops_queued_jobs() -> None:
         pool.submit(lambda: None)
     RELEASE.set()
     assert hanging.result(timeout=DEADLINE) is True
+
+
+def test_redeliver_dry_run_lists_what_it_would_hand_and_hands_nothing(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    """``--dry-run`` names the answers awaiting their hand-off and calls no handler; ``--jti=``
+    narrows it to one; a pause that is not one to hand again is refused by name."""
+    first, second = answered_unhanded(1, turnstate_settings), answered_unhanded(2, turnstate_settings)
+    assert "RESUME_HANDLER raised RuntimeError: queue unavailable" in str(
+        Pause.objects.get(jti=first).continuation_reason
+    )
+    turnstate_settings["RESUME_HANDLER"] = "tests.test_handoff.recording_handler"
+    out = StringIO()
+    call_command("turnstate_redeliver", "--older-than", "0", "--dry-run", stdout=out)
+    assert f"would hand again: pause {first}" in out.getvalue()
+    assert f"would hand again: pause {second}" in out.getvalue()
+    assert "2 pause(s) would be handed again" in out.getvalue()
+    assert HANDLED == [] and awaiting(first) and awaiting(second)
+    one = StringIO()
+    call_command("turnstate_redeliver", f"--jti={second}", "--dry-run", stdout=one)
+    assert one.getvalue().splitlines() == [
+        f"would hand again: pause {second}",
+        "1 pause(s) would be handed again",
+    ]
+    with pytest.raises(CommandError, match="is not one to hand again"):
+        call_command("turnstate_redeliver", "--jti=no-such-pause", stdout=StringIO())
+    call_command("turnstate_redeliver", f"--jti={second}", stdout=StringIO())
+    assert [resumed.claims.jti for resumed in HANDLED] == [second] and awaiting(first)

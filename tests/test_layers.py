@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "turnstate_app"
-STORAGE = {"models.py", "managers.py", "choices.py"}
+STORAGE = {"models.py", "managers.py", "choices.py", "after_answer.py"}
 LEDGER_FIELDS = {
     "status",
     "answered_at",
@@ -23,6 +23,11 @@ LEDGER_FIELDS = {
     "owner",
     "owner_id",
     "unresumable_reason",
+    "continuation",
+    "continuation_since",
+    "continuation_reason",
+    "continuation_attempts",
+    "continuation_retry_at",
 }
 AGE_LOOKUPS = {f"expires_at__{op}" for op in ("lt", "lte", "gt", "gte", "range")}
 

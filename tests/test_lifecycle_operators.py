@@ -56,7 +56,7 @@ def test_retention_keeps_a_group_whole_until_it_continued() -> None:
         age(member, 40)
 
     assert purged() == {member.claims.jti for member in done}
-    assert all(rows_of(member) == set() for member in done)  # continuation claim included
+    assert all(rows_of(member) == set() for member in done)  # request, turn state and answer rows
     assert all(rows_of(member) for member in (*waiting, *unfinished))
     assert Pause.objects.purgeable(cutoff(), include_pending=True).count() == 4  # an operator may insist
 
@@ -85,6 +85,12 @@ def test_the_rest_detail_shows_the_group_and_its_state(users: dict[str, Any]) ->
 def test_the_admin_shows_the_group_state_and_lists_failed_groups(
     staff_client: Any, turnstate_settings: Any
 ) -> None:
+    stalled_member = mint(thread_id="thread-s", tool_call_id="s-0", group="slow")
+    resume_pause(stalled_member.token, "A")  # claimed an hour ago by a worker that never finished
+    claimed = Pause.objects.claim(
+        Pause.objects.get(jti=stalled_member.claims.jti).pk, now=timezone.now() - timedelta(hours=1)
+    )
+    assert claimed
     turnstate_settings["TOKEN_MAX_AGE"] = 1
     lost = mint(thread_id="thread-l", tool_call_id="l-0", group="lost")
     Pause.objects.filter(jti=lost.claims.jti).update(expires_at=timezone.now() - timedelta(seconds=1))
@@ -96,4 +102,6 @@ def test_the_admin_shows_the_group_state_and_lists_failed_groups(
     listed = client.get("/admin/turnstate_app/pause/?group_state=failed").content.decode()
     assert lost.claims.jti in listed and kept.claims.jti not in listed
     stalled = client.get("/admin/turnstate_app/pause/?continuation=stalled")
-    assert stalled.status_code == 200 and lost.claims.jti not in stalled.content.decode()
+    assert stalled.status_code == 200
+    assert stalled_member.claims.jti in stalled.content.decode()
+    assert lost.claims.jti not in stalled.content.decode()

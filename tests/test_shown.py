@@ -15,8 +15,8 @@ from django.utils import timezone
 from tests.pause_helpers import amint, mint, mint_fields
 from tests.test_continuation import STATEMENTS_PER_CONTINUATION
 from tests.test_pauses import data_statements
+from turnstate_app.choices import ContinuationState
 from turnstate_app.errors import CheckpointFieldError
-from turnstate_app.keys import continuation_key
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import (
     Continuation,
@@ -85,7 +85,7 @@ def test_a_changed_question_runs_nothing_and_is_listed_as_a_failed_continuation(
     assert result.reason is not None and "the question changed since it was asked" in result.reason
     assert shown_digest(SHOWN)[:12] in result.reason and shown_digest(now)[:12] in result.reason
     pause = Pause.objects.get(jti=minted.claims.jti)
-    assert pause.continuation_failure == result.reason and pause.continued_at is None
+    assert pause.continuation == ContinuationState.REFUSED and pause.continuation_reason == result.reason
     assert list(Pause.objects.continuation_failed()) == [pause]
     assert lifecycle_status().failed_continuations == 1  # turnstate_status, GET status/
     # A redelivery, even with the question restored, runs nothing: the refusal stands.
@@ -100,8 +100,10 @@ def test_the_admin_lists_the_refusal_among_the_failed_continuations(admin_client
     assert continue_once(continued, lambda continuation: None, still_shown=lambda member: SHOWN).ran
 
     changelist = reverse("admin:turnstate_app_pause_changelist")
-    listed = admin_client.get(changelist, {"continuation": "failed"}).context["cl"]
+    listed = admin_client.get(changelist, {"continuation": "refused"}).context["cl"]
     assert [pause.jti for pause in listed.result_list] == [refused.claims.jti]
+    went_on = admin_client.get(changelist, {"continuation": "continued"}).context["cl"]
+    assert [pause.jti for pause in went_on.result_list] == [continued.claims.jti]
     pk = Pause.objects.get(jti=refused.claims.jti).pk
     page = admin_client.get(reverse("admin:turnstate_app_pause_change", args=[pk]))
     assert "the question changed since it was asked" in page.content.decode()
@@ -177,4 +179,4 @@ def test_the_check_adds_no_statement_and_is_asked_after_the_claim() -> None:
         assert continue_once(resumed, lambda continuation: None, still_shown=still_shown).ran
     assert len(data_statements(continuing)) == STATEMENTS_PER_CONTINUATION, data_statements(continuing)
     assert claimed == [resumed.claims.jti]
-    assert CheckpointMetadata.objects.filter(key=continuation_key(resumed.claims.jti)).exists()
+    assert Pause.objects.get(jti=resumed.claims.jti).continuation == ContinuationState.CONTINUED

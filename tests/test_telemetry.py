@@ -257,37 +257,41 @@ def test_each_retention_batch_is_a_span_with_its_counts(recorded: Recorded) -> N
 
 
 def test_the_metrics_of_a_scripted_day(recorded: Recorded, turnstate_settings: Any) -> None:
-    """Four pauses minted; two answered (one continued, one whose worker died); one expired;
-    one refused answer; the stalled continuation released by an operator."""
+    """Five pauses minted; three answered (one continued, one whose run raised, one whose worker
+    died after its claim); one expired; one refused answer; the stalled continuation released by
+    an operator, and the crashed one not (it is no stalled one)."""
     turnstate_settings["STALLED_AFTER"] = 60
     before = recorded.points()
-    continued, crashed, unanswered, _waiting = (mint() for _ in range(4))
+    continued, crashed, died, unanswered, _waiting = (mint() for _ in range(5))
     assert continue_once(resume_pause(continued.token, "yes"), lambda continuation: "done").ran
     with pytest.raises(PauseAlreadyAnsweredError):
         resume_pause(continued.token, "again")
 
     def crash(continuation: Any) -> None:
-        raise RuntimeError("the worker died")
+        raise RuntimeError("the tool raised")
 
     with pytest.raises(RuntimeError):
         continue_once(resume_pause(crashed.token, "yes"), crash)
+    resume_pause(died.token, "yes")
+    # A worker killed after its claim leaves the claim behind and nothing after it.
+    assert Pause.objects.claim(Pause.objects.get(jti=died.claims.jti).pk, now=timezone.now())
     Pause.objects.filter(jti=unanswered.claims.jti).update(expires_at=timezone.now() - timedelta(seconds=1))
     expire_overdue()
-    assert Pause.objects.release_stalled(timezone.now() + timedelta(seconds=61)) == [crashed.claims.jti]
+    assert Pause.objects.release_stalled(timezone.now() + timedelta(seconds=61)) == [died.claims.jti]
     after = recorded.points()
     counts = {
         name: added(before, after, f"turnstate.{name}")
         for name in ("pauses.minted", "pauses.answered", "pauses.expired", "continuations.stalled")
     }
     assert counts == {
-        "pauses.minted": 4,
-        "pauses.answered": 2,
+        "pauses.minted": 5,
+        "pauses.answered": 3,
         "pauses.expired": 1,
         "continuations.stalled": 1,
     }
     assert added(before, after, "turnstate.pauses.refused", reason="already_answered") == 1
     delays = ("turnstate.continuation.delay", ())
-    assert after[delays][0] - before.get(delays, (0, 0))[0] == 2  # both claimed a continuation
+    assert after[delays][0] - before.get(delays, (0, 0))[0] == 2  # continue_once claimed two
 
 
 # -- what spans never hold -----------------------------------------------------------------------

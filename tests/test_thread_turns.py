@@ -16,8 +16,9 @@ from django.utils import timezone
 from tests import lifecycle_processes
 from tests.pause_helpers import amint, mint
 from tests.test_continuation import next_stop
+from turnstate_app.choices import ContinuationState
 from turnstate_app.errors import ThreadBusyError
-from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, continuation_key, thread_turn_key
+from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, thread_turn_key
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
 from turnstate_app.pauses.thread_turns import ThreadTurn, aturn_of, take_turn, turn_of
@@ -114,12 +115,15 @@ def test_a_busy_thread_gives_the_continuation_back_untouched(turnstate_settings:
 
     with pytest.raises(ThreadBusyError):
         continue_once(resumed, run)
-    claim = continuation_key(resumed.claims.jti)
-    assert not CheckpointMetadata.objects.filter(key=claim).exists()  # a redelivery may run it
+    pause = Pause.objects.get(jti=resumed.claims.jti)
+    assert pause.continuation == ContinuationState.FAILED  # given back: nothing ran
+    assert pause.continuation_reason and pause.continuation_retry_at is not None
+    assert list(Pause.objects.redeliverable()) == [pause]  # a redelivery may run it
     later = timezone.now() + timedelta(seconds=1)  # past STALLED_AFTER: nothing holds it, so not stalled
     assert not Pause.objects.stalled(later).exists()
     holder.release()
     assert continue_once(resumed, lambda continuation: "now").output == "now"
+    assert Pause.objects.get(jti=resumed.claims.jti).continuation == ContinuationState.CONTINUED
 
 
 def test_turns_on_the_memory_port_too() -> None:

@@ -28,9 +28,17 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app import admin_display
 from turnstate_app.admin_display import VALUE_PREVIEW_CHARS
+from turnstate_app.after_answer import FIGURE
 from turnstate_app.keyset import BadCursorError, cursor_of, keyset_after
 from turnstate_app.managers import CLAIM_FIELDS, EFFECTIVE_STATUS, GROUP_STATE, GROUP_STATES
-from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus, RowKind, UnresumablePause
+from turnstate_app.models import (
+    CheckpointMetadata,
+    ContinuationState,
+    Pause,
+    PauseStatus,
+    RowKind,
+    UnresumablePause,
+)
 
 __all__ = ["VALUE_PREVIEW_CHARS"]
 
@@ -112,27 +120,43 @@ class GroupStateFilter(admin.SimpleListFilter):
         return queryset.in_group_state(str(value), timezone.now())  # type: ignore[attr-defined, no-any-return]
 
 
+FIGURE_STATES = (ContinuationState.QUEUED, ContinuationState.RUNNING)
+"""States the filter offers as ``turnstate_status`` splits them
+(awaiting hand-off / queued, running / stalled)."""
+
+
 class ContinuationFilter(admin.SimpleListFilter):
-    """By how the run's continuation went: "stalled" is what ``turnstate_redeliver --stalled`` lists."""
+    """By where the run's continuation stands (the states of ``turnstate_app.after_answer``);
+    "awaiting hand-off" and "stalled" are what ``turnstate_redeliver`` and its ``--stalled`` list."""
 
     title = _("continuation")
     parameter_name = "continuation"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
         return [
+            ("awaiting_handoff", _("awaiting hand-off")),
+            ("queued", _("queued (handed off)")),
+            ("running", _("running")),
             ("stalled", _("stalled (claimed, never returned)")),
-            ("continued", _("continued")),
-            ("failed", _("refused")),
+            ("failed_continuations", _("failed, crashed or refused")),
+            *((state.value, state.label) for state in ContinuationState if state not in FIGURE_STATES),
         ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
+        ledger: Any = queryset
+        if value == "awaiting_handoff":
+            return ledger.awaiting_handoff()  # type: ignore[no-any-return]
+        if value == "queued":
+            return ledger.queued()  # type: ignore[no-any-return]
+        if value == "running":
+            return ledger.running(timezone.now())  # type: ignore[no-any-return]
         if value == "stalled":
-            return queryset.stalled(timezone.now())  # type: ignore[attr-defined, no-any-return]
-        if value == "continued":
-            return queryset.filter(continued_at__isnull=False)
-        if value == "failed":
-            return queryset.continuation_failed()  # type: ignore[attr-defined, no-any-return]
+            return ledger.stalled(timezone.now())  # type: ignore[no-any-return]
+        if value == "failed_continuations":
+            return ledger.continuation_failed()  # type: ignore[no-any-return]
+        if value in ContinuationState.values:
+            return queryset.filter(continuation=value)
         return queryset
 
 
@@ -321,7 +345,15 @@ class PauseAdmin(ReadOnlyAdmin):
     search_help_text = _("A token id (jti), a thread id or a run id, exactly.")
     ordering = ("-pk",)  # newest first, by the primary key's index
     sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
-    readonly_fields = ("effective_status", "question", "answer", "store_rows", "group_state", "pretty_schema")
+    readonly_fields = (
+        "effective_status",
+        "question",
+        "answer",
+        "store_rows",
+        "group_state",
+        "counted_as",
+        "pretty_schema",
+    )
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return KeysetChangeList
@@ -337,7 +369,7 @@ class PauseAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Pause]:
         now = timezone.now()
-        return super().get_queryset(request).with_effective_status(now).with_group_state(now)  # type: ignore[attr-defined, no-any-return]
+        return super().get_queryset(request).with_effective_status(now).with_group_state(now).with_figure(now)  # type: ignore[attr-defined, no-any-return]
 
     @admin.display(description=_("jti"))
     def token_id(self, pause: Pause) -> str:
@@ -385,14 +417,23 @@ class PauseAdmin(ReadOnlyAdmin):
                     "agent",
                     "group",
                     "group_state",
-                    "continued_at",
-                    "continuation_failure",
+                    "continuation",
+                    "counted_as",
+                    "continuation_since",
+                    "continuation_reason",
+                    "continuation_attempts",
+                    "continuation_retry_at",
                     "shown_digest",
                     "pretty_schema",
                 )
             },
         ),
     )
+
+    @admin.display(description=_("counted by turnstate_status as"))
+    def counted_as(self, pause: Pause) -> str:
+        figure = getattr(pause, FIGURE, None)
+        return "—" if figure is None else str(figure)
 
     @admin.display(description=_("group state"))
     def group_state(self, pause: Pause) -> str:

@@ -30,6 +30,10 @@ def import_agent(name: str, path: Any) -> Any:
         return import_string(path)
     except ImportError as exc:
         raise ImportError(f"AGENTS[{name!r}] = {path!r} does not import ({exc})") from exc
+    except Exception as exc:  # the module's own code raised: still a wiring error, said as one
+        raise ImportError(
+            f"AGENTS[{name!r}] = {path!r} raised {type(exc).__name__} on import ({exc})"
+        ) from exc
 
 
 def name_of(target: Any) -> Any:
@@ -64,15 +68,19 @@ def agent_for(name: str) -> tuple[Any, str]:
         known = ", ".join(map(repr, agents)) or "none"
         raise InteractionConfigurationError(
             f"no TURNSTATE['AGENTS'] entry for {name!r} (entries: {known}): add "
-            f"{name!r}: 'dotted.path.to.it'; the pause stays answered and nothing was claimed"
+            f"{name!r}: 'dotted.path.to.it'; nothing was claimed, and the pause is tried again"
         )
     try:
         target = import_agent(name, agents[name])
     except ImportError as exc:
+        if exc.__cause__ is not None and not isinstance(exc.__cause__, ImportError):
+            raise InteractionConfigurationError(
+                f"{exc}: fix that module; nothing was claimed, and the pause is tried again"
+            ) from exc
         raise InteractionConfigurationError(
             f"{exc}; is its framework installed (pip install 'turnstate-app[langgraph]', "
-            "'turnstate-app[pydantic-ai]' or 'turnstate-app[openai-agents]')? The pause stays answered "
-            "and nothing was claimed"
+            "'turnstate-app[pydantic-ai]' or 'turnstate-app[openai-agents]')? Nothing was claimed, "
+            "and the pause is tried again"
         ) from exc
     if name_of(target) != name:
         raise InteractionConfigurationError(

@@ -61,6 +61,7 @@ def check_settings(**_: Any) -> list[CheckMessage]:
     messages += _check_handler(raw)
     messages += _check_handoff_timeout(raw)
     messages += _check_stalled_after(raw)
+    messages += _check_continuation_attempts(raw)
     messages += _check_agents(raw)
     messages += _check_encryption(raw)
     return messages
@@ -203,6 +204,23 @@ def _check_stalled_after(raw: dict[str, Any]) -> list[CheckMessage]:
             f"{DEFAULTS['STALLED_AFTER']}): a claimed continuation older than that is listed as stalled, "
             "and a thread's turn held that long is taken over.",
             id="turnstate.E014",
+        )
+    ]
+
+
+def _check_continuation_attempts(raw: dict[str, Any]) -> list[CheckMessage]:
+    if "CONTINUATION_ATTEMPTS" not in raw:
+        return []
+    value = raw["CONTINUATION_ATTEMPTS"]
+    if not isinstance(value, bool) and isinstance(value, int) and 1 <= value <= 100:
+        return []
+    return [
+        Error(
+            f"TURNSTATE['CONTINUATION_ATTEMPTS'] must be a whole number from 1 to 100, not {value!r}.",
+            hint="Set CONTINUATION_ATTEMPTS to how often a continuation that failed before running "
+            f"anything is tried by itself (default {DEFAULTS['CONTINUATION_ATTEMPTS']}); after the last, "
+            "turnstate_redeliver hands it again.",
+            id="turnstate.E022",
         )
     ]
 

@@ -19,3 +19,24 @@ class PauseStatus(models.TextChoices):
     PENDING = "pending", _("pending")
     ANSWERED = "answered", _("answered")
     EXPIRED = "expired", _("expired")
+
+
+class ContinuationState(models.TextChoices):
+    """Where an answered pause's continuation stands: the life after the answer.
+
+    Empty while the pause is pending or expired; an answer sets ``queued``. The transitions
+    are the ledger's own (:mod:`turnstate_app.after_answer`), each one conditional UPDATE.
+    """
+
+    QUEUED = "queued", _("queued")
+    """Answered; the continuation waits for its hand-off, its worker, or its group's last answer."""
+    RUNNING = "running", _("running")
+    """A process claimed the continuation and runs it (stalled once older than STALLED_AFTER)."""
+    CONTINUED = "continued", _("continued")
+    """The run continued and returned."""
+    FAILED = "failed", _("failed")
+    """Nothing ran (wiring, a busy thread): retried with backoff, and turnstate_redeliver hands it again."""
+    CRASHED = "crashed", _("crashed")
+    """The run raised after it started: it waits for an operator (turnstate_redeliver --jti)."""
+    REFUSED = "refused", _("refused")
+    """The continuation refused to run (the binding, a changed question): never handed again."""

@@ -30,6 +30,9 @@ DEFAULTS: dict[str, Any] = {
     # Seconds after which a claimed continuation that neither completed nor failed is
     # listed as stalled, and a thread's turn held that long may be taken over.
     "STALLED_AFTER": 15 * 60,
+    # Tries of a continuation that failed before running anything (wiring, a busy thread): each
+    # next one waits longer; after the last, turnstate_redeliver hands it again.
+    "CONTINUATION_ATTEMPTS": 3,
     # (module, name) pairs the LangGraph saver's default serializer may construct on load,
     # beyond LangGraph's own safe types (turnstate_app.contrib.langgraph).
     "LANGGRAPH_MSGPACK_ALLOWLIST": [],
@@ -116,6 +119,10 @@ class TurnstateSettings:
     @property
     def STALLED_AFTER(self) -> float:  # noqa: N802
         return float(self._get("STALLED_AFTER"))
+
+    @property
+    def CONTINUATION_ATTEMPTS(self) -> int:  # noqa: N802
+        return int(self._get("CONTINUATION_ATTEMPTS"))
 
     @property
     def LANGGRAPH_MSGPACK_ALLOWLIST(self) -> list[tuple[str, ...]]:  # noqa: N802

@@ -21,10 +21,7 @@ INTERRUPT_PAYLOAD_KEY_PREFIX = "interrupt_payload:"
 REQUEST_KEY_PREFIXES = (ASK_USER_REQUEST_KEY_PREFIX, INTERRUPT_PAYLOAD_KEY_PREFIX)
 TURN_STATE_KEY_PREFIX = "turn_state:"
 ANSWER_KEY_PREFIX = "answer:"
-CONTINUATION_KEY_PREFIX = "continuation:"
-"""``continuation:<jti>``: the one claim to continue the run of this pause (of its group's first
-member, for a group), inserted only if absent, so one continuation runs across all processes."""
-PER_MINT_KEY_PREFIXES = (TURN_STATE_KEY_PREFIX, ANSWER_KEY_PREFIX, CONTINUATION_KEY_PREFIX)
+PER_MINT_KEY_PREFIXES = (TURN_STATE_KEY_PREFIX, ANSWER_KEY_PREFIX)
 """Rows keyed by ``jti``: they belong to exactly one pause and go with it."""
 THREAD_TURN_CHECKPOINT_ID = "thread_turn"
 THREAD_TURN_KEY_PREFIX = "thread_turn:"
@@ -57,13 +54,6 @@ def turn_state_key(claims: PauseClaims) -> str:
 def answer_key(claims: PauseClaims) -> str:
     """Where the person's answer is stored once the token is consumed: one per mint."""
     return f"{ANSWER_KEY_PREFIX}{_require_jti(claims, 'answer')}"
-
-
-def continuation_key(jti: str) -> str:
-    """Where the claim to continue the run of the pause minted as ``jti`` lives."""
-    if not jti:
-        raise PayloadBindingError("a pause without a jti has no continuation to claim")
-    return f"{CONTINUATION_KEY_PREFIX}{jti}"
 
 
 def thread_turn_key() -> str:

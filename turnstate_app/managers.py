@@ -8,22 +8,21 @@ never the reverse: the models are looked up through the app registry when a quer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Case, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from turnstate_app import telemetry
-from turnstate_app.choices import PauseStatus, RowKind
-from turnstate_app.conf import conf
+from turnstate_app.after_answer import AfterAnswerQuerySet, answered_values, failed_continuation_q, stalled_q
+from turnstate_app.choices import ContinuationState, PauseStatus, RowKind
 from turnstate_app.contracts import PauseClaims
-from turnstate_app.keys import CONTINUATION_KEY_PREFIX, TURN_STATE_KEY_PREFIX
-from turnstate_app.retention import DEFAULT_BATCH_SIZE, Progress, PurgeResult, purge_pauses, write_db
+from turnstate_app.keys import TURN_STATE_KEY_PREFIX
+from turnstate_app.retention import DEFAULT_BATCH_SIZE, Progress, PurgeResult, purge_pauses
 
 if TYPE_CHECKING:  # the QuerySets' type arguments; models import this module at run time
     from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause  # noqa: F401
@@ -53,25 +52,9 @@ GROUP_STATE = "group_state"
 
 GROUP_STATES = ("pending", "complete", "continued", "stalled", "failed")
 """Where a pause group stands. ``failed``: a member expired unanswered, or the continuation
-refused; ``continued``: the run continued and returned; ``stalled``: the continuation was
-claimed more than ``STALLED_AFTER`` ago and neither returned nor refused; ``pending``: a
+failed, crashed or was refused; ``continued``: the run continued and returned; ``stalled``:
+the continuation was claimed more than ``STALLED_AFTER`` ago and never finished; ``pending``: a
 member still awaits its answer; ``complete``: every member is answered, not continued yet."""
-
-
-def stalled_q(now: datetime, after: float | None = None) -> Q:
-    """Pauses whose continuation was claimed before ``now - after`` and neither returned nor refused.
-
-    ``after`` defaults to ``STALLED_AFTER``. Read from the ledger's own ``continuation_claimed_at``
-    through its index (status, continued_at, continuation_claimed_at): the answers long
-    continued, or continued by the host its own way, are never read.
-    """
-    cutoff = now - timedelta(seconds=conf.STALLED_AFTER if after is None else after)
-    return Q(
-        status=PauseStatus.ANSWERED,
-        continued_at__isnull=True,
-        continuation_failure__isnull=True,
-        continuation_claimed_at__lte=cutoff,
-    )
 
 
 def group_ladder(now: datetime) -> list[tuple[str, Q]]:
@@ -83,11 +66,8 @@ def group_ladder(now: datetime) -> list[tuple[str, Q]]:
         return Q(Exists(_model("Pause").objects.filter(condition, group=OuterRef("group"))))
 
     return [
-        ("continued", members(Q(continued_at__isnull=False))),
-        (
-            "failed",
-            members(Q(continuation_failure__isnull=False) | effective_status_q(PauseStatus.EXPIRED, now)),
-        ),
+        ("continued", members(Q(continuation=ContinuationState.CONTINUED))),
+        ("failed", members(failed_continuation_q() | effective_status_q(PauseStatus.EXPIRED, now))),
         ("stalled", members(stalled_q(now))),
         ("pending", members(effective_status_q(PauseStatus.PENDING, now))),
     ]
@@ -169,11 +149,6 @@ def stranded_q(now: datetime) -> Q:
     )
 
 
-def continuation_failed_q() -> Q:
-    """Pauses whose continuation refused to run (``continuation_failure`` says why)."""
-    return Q(status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=False)
-
-
 def unfinished_group_q() -> Q:
     """Members of a group that is not done: a member still pending, or the run not continued.
 
@@ -186,7 +161,7 @@ def unfinished_group_q() -> Q:
         return Exists(_model("Pause").objects.filter(condition, group=OuterRef("group")))
 
     return Q(group__isnull=False) & (
-        Q(members(Q(status=PauseStatus.PENDING))) | ~Q(members(Q(continued_at__isnull=False)))
+        Q(members(Q(status=PauseStatus.PENDING))) | ~Q(members(Q(continuation=ContinuationState.CONTINUED)))
     )
 
 
@@ -234,14 +209,14 @@ def effective_status_sql(column: Quoting, now: Any) -> tuple[str, tuple[Any, ...
     )
 
 
-def consumed_values(now: Any, trace: str | None = None) -> dict[str, Any]:
-    """What consuming a pause sets (``now`` adapted by the caller's connection, for SQL text);
-    ``trace``: the answer's trace context (``traceparent``), which its continuation links to."""
-    return {"status": PauseStatus.ANSWERED.value, "answered_at": now, "answer_traceparent": trace}
+consumed_values = answered_values
+"""What consuming a pause sets: the state machine's
+(:func:`~turnstate_app.after_answer.answered_values`)."""
 
 
-class PauseQuerySet(models.QuerySet["Pause"]):
-    """The ledger's filters and its three state changes, so no caller hand-writes one."""
+class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
+    """The ledger's filters and its state changes, so no caller hand-writes one; the life after
+    the answer is :class:`~turnstate_app.after_answer.AfterAnswerQuerySet`'s."""
 
     # -- construction --------------------------------------------------------------
 
@@ -285,50 +260,9 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         """Answered or expired: no token of theirs can be consumed any more."""
         return self.filter(status__in=[PauseStatus.ANSWERED, PauseStatus.EXPIRED])
 
-    def stalled(self, now: datetime, *, after: float | None = None) -> PauseQuerySet:
-        """Continuations claimed more than ``STALLED_AFTER`` (``after``) seconds before ``now`` that
-        neither returned nor refused: a crash after the claim, or a run still going. For operators:
-        ``turnstate_redeliver --stalled``, the admin's "continuation" filter."""
-        return self.filter(stalled_q(now, after))
-
-    def release_stalled(self, now: datetime, *, after: float | None = None) -> list[str]:
-        """Delete the continuation claims of these pauses that are stalled at ``now``; their jtis.
-
-        Each pause is locked and judged again before its claim goes, so a continuation that
-        returned meanwhile keeps its claim. ``handed_off_at`` is cleared, so ``turnstate_redeliver``
-        hands the pause to ``RESUME_HANDLER`` again, whose continuation can then claim it anew.
-        Only when an operator asks: a run that is merely slow would run a second time.
-        """
-        using = write_db(self)
-        ledger = self.model._default_manager.using(using)
-        released: list[str] = []
-        for pk in self.using(using).stalled(now, after=after).values_list("pk", flat=True):
-            with transaction.atomic(using=using):
-                pause = ledger.select_for_update().filter(stalled_q(now, after), pk=pk).first()
-                if pause is None:
-                    continue
-                _model("CheckpointMetadata").objects.using(using).filter(
-                    thread_id=pause.thread_id,
-                    checkpoint_id=pause.checkpoint_id,
-                    key=CONTINUATION_KEY_PREFIX + pause.jti,
-                ).delete()
-                ledger.filter(pk=pk).update(handed_off_at=None, continuation_claimed_at=None)
-                released.append(pause.jti)
-        if released:
-            telemetry.record("turnstate.continuations.stalled", len(released))
-        return released
-
     def stranded(self, now: datetime) -> PauseQuerySet:
         """Answerable at ``now``, but their run cannot be continued from here (:func:`stranded_q`)."""
         return self.filter(stranded_q(now))
-
-    def continuation_failed(self) -> PauseQuerySet:
-        """Answered pauses whose continuation refused to run: listed for operators."""
-        return self.filter(continuation_failed_q())
-
-    def awaiting_handoff(self) -> PauseQuerySet:
-        """Answered pauses whose hand-off to RESUME_HANDLER never succeeded."""
-        return self.filter(status=PauseStatus.ANSWERED, handed_off_at__isnull=True)
 
     # -- who and where -------------------------------------------------------------
 
@@ -411,31 +345,6 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         scope = self if jti is None else self.filter(jti=jti)
         return scope.overdue(now).update(status=PauseStatus.EXPIRED)
 
-    def mark_claimed(self, *, now: datetime) -> int:
-        """Record that a process is claiming the continuation from these pauses (a group's lead).
-
-        Written before the claim itself: a process that dies between the two leaves a pause that
-        shows as stalled, which is what an operator should see; the other order would hide it.
-        """
-        return self.update(continuation_claimed_at=now)
-
-    def unmark_claimed(self, *, claimed_at: datetime) -> int:
-        """Undo :meth:`mark_claimed` of ``claimed_at`` (a claim given back), unless another
-        process has claimed since (its own time stays)."""
-        return self.filter(continuation_claimed_at=claimed_at).update(continuation_claimed_at=None)
-
-    def mark_continued(self, *, now: datetime) -> int:
-        """Record that the run continued from these pauses (a group's members) and returned."""
-        return self.filter(continued_at__isnull=True, continuation_failure__isnull=True).update(
-            continued_at=now
-        )
-
-    def mark_continuation_failed(self, reason: str) -> int:
-        """Record that the continuation of these pauses refused to run, and why."""
-        return self.filter(continued_at__isnull=True, continuation_failure__isnull=True).update(
-            continuation_failure=reason or "refused"
-        )
-
     def mark_unresumable(self, reason: str) -> int:
         """Record on these pauses that are pending why their run can no longer be continued
         (their checkpoints were deleted), so :meth:`CheckpointMetadataQuerySet.unresumable` lists
@@ -443,10 +352,6 @@ class PauseQuerySet(models.QuerySet["Pause"]):
         return self.filter(status=PauseStatus.PENDING, unresumable_reason__isnull=True).update(
             unresumable_reason=reason
         )
-
-    def mark_handed_off(self, jti: str, *, now: datetime) -> bool:
-        """Record that RESUME_HANDLER accepted the answer; the first stamp stays."""
-        return self.filter(jti=jti, handed_off_at__isnull=True).update(handed_off_at=now) == 1
 
 
 def effective_status(pause: Pause) -> str:

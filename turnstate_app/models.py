@@ -10,7 +10,7 @@ from django.db.models.functions import Left
 from django.db.models.lookups import Exact
 from django.utils.translation import gettext_lazy as _
 
-from turnstate_app.choices import PauseStatus, RowKind
+from turnstate_app.choices import ContinuationState, PauseStatus, RowKind
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.encryption import KEY_ID_LENGTH, unseal_text
 from turnstate_app.keys import (
@@ -35,6 +35,7 @@ __all__ = [
     "UNRESUMABLE_NO_TURN_STATE",
     "CheckpointMetadata",
     "CheckpointMetadataQuerySet",
+    "ContinuationState",
     "Pause",
     "PauseQuerySet",
     "PauseStatus",
@@ -186,12 +187,6 @@ class Pause(models.Model):
         blank=True,
         help_text=_("Pauses of one group are answered one by one; their run continues once, after the last."),
     )
-    continued_at = models.DateTimeField(
-        _("continued at"),
-        null=True,
-        blank=True,
-        help_text=_("When the run continued from this pause (its group) returned; empty: not (yet)."),
-    )
     agent = models.CharField(
         _("agent"),
         max_length=ID_MAX_LENGTH,
@@ -202,20 +197,42 @@ class Pause(models.Model):
             "Empty: none recorded, any may."
         ),
     )
-    continuation_claimed_at = models.DateTimeField(
-        _("continuation claimed at"),
+    continuation = models.CharField(
+        _("continuation"),
+        max_length=16,
+        choices=ContinuationState.choices,
         null=True,
         blank=True,
         help_text=_(
-            "When a process last claimed the continuation of the run from this pause (its group's "
-            "lead); with neither continued at nor a failure long after it, the continuation stalled."
+            "Where the run's continuation from this answer stands (queued, running, continued, failed, "
+            "crashed, refused); empty while the pause is not answered."
         ),
     )
-    continuation_failure = models.TextField(
-        _("continuation failure"),
+    continuation_since = models.DateTimeField(
+        _("continuation since"),
         null=True,
         blank=True,
-        help_text=_("Why the continuation refused to run; empty: it did not refuse."),
+        help_text=_("When the continuation entered its state (for running: when it was claimed)."),
+    )
+    continuation_reason = models.TextField(
+        _("continuation reason"),
+        null=True,
+        blank=True,
+        help_text=_("Why the continuation failed, crashed or was refused; empty otherwise."),
+    )
+    continuation_attempts = models.PositiveSmallIntegerField(
+        _("continuation attempts"),
+        default=0,
+        help_text=_("How many times the continuation was tried (claimed, or failed before running)."),
+    )
+    continuation_retry_at = models.DateTimeField(
+        _("next try"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "When a failed continuation is tried again; empty: not by itself (CONTINUATION_ATTEMPTS "
+            "spent, or not failed)."
+        ),
     )
     answer_traceparent = models.CharField(
         _("answer's trace"),
@@ -257,12 +274,9 @@ class Pause(models.Model):
             models.Index(fields=["status", "created_at"], name="turnstate_pause_status_idx"),
             # What operators count (turnstate_status): answers still to hand off or to continue,
             # found among the answered pauses without reading the ones long done.
-            models.Index(fields=["status", "handed_off_at"], name="turnstate_pause_handoff_idx"),
-            # ... and, past them, the claimed continuations that never finished (stalled).
-            models.Index(
-                fields=["status", "continued_at", "continuation_claimed_at"],
-                name="turnstate_pause_claimed_idx",
-            ),
+            models.Index(fields=["continuation", "handed_off_at"], name="turnstate_pause_handoff_idx"),
+            # ... and, by when they entered their state, the running (stalled) and failed ones.
+            models.Index(fields=["continuation", "continuation_since"], name="turnstate_pause_contin_idx"),
             models.Index(fields=["thread_id"], name="turnstate_pause_thread_idx"),
             models.Index(fields=["run_id"], name="turnstate_pause_run_idx"),  # the admin's search
             models.Index(fields=["group", "created_at"], name="turnstate_pause_group_idx"),

@@ -24,6 +24,8 @@ DEFAULT_COUNT_LIMIT = 10_000
 COUNTS = (
     "pending",
     "awaiting_handoff",
+    "queued",
+    "running",
     "stalled",
     "unresumable",
     "failed_groups",
@@ -40,6 +42,8 @@ class LifecycleStatus:
     pending: int
     oldest_pending_age_seconds: int | None
     awaiting_handoff: int
+    queued: int
+    running: int
     stalled: int
     unresumable: int
     failed_groups: int
@@ -53,6 +57,8 @@ class LifecycleStatus:
             "pending": self.pending,
             "oldest_pending_age_seconds": self.oldest_pending_age_seconds,
             "awaiting_handoff": self.awaiting_handoff,
+            "queued": self.queued,
+            "running": self.running,
             "stalled": self.stalled,
             "unresumable": self.unresumable,
             "failed_groups": self.failed_groups,
@@ -71,7 +77,11 @@ def bounded_count(rows: QuerySet[Any], limit: int) -> int:
 def lifecycle_status(
     *, using: str | None = None, now: datetime | None = None, limit: int = DEFAULT_COUNT_LIMIT
 ) -> LifecycleStatus:
-    """The figures, one query each (seven in all, whatever the tables hold)."""
+    """The figures, one query each (nine in all, whatever the tables hold).
+
+    Every answered pause not yet continued is in exactly one of ``awaiting_handoff``,
+    ``queued``, ``running``, ``stalled`` and ``failed_continuations`` (failed, crashed or
+    refused): the states of :mod:`turnstate_app.after_answer`."""
     now = timezone.now() if now is None else now
     ledger = Pause.objects.using(using) if using else Pause.objects.all()
     pending = ledger.in_effective_status(PauseStatus.PENDING, now)
@@ -79,6 +89,8 @@ def lifecycle_status(
     counts = {
         "pending": bounded_count(pending, limit),
         "awaiting_handoff": bounded_count(ledger.awaiting_handoff(), limit),
+        "queued": bounded_count(ledger.queued(), limit),
+        "running": bounded_count(ledger.running(now), limit),
         "stalled": bounded_count(ledger.stalled(now), limit),
         "unresumable": bounded_count(ledger.stranded(now), limit),
         "failed_groups": bounded_count(

@@ -6,18 +6,26 @@ The pause recorded its graph's or agent's name (``graph.name`` / ``agent.name``)
 contrib that continues it, imported here and only now. The contribs continue a run at most
 once across processes, so a redelivered task runs nothing again.
 
-Wiring that is wrong (no entry, a path that does not import, a framework not installed) is an
-``InteractionConfigurationError``: the task fails, nothing is claimed, and once the settings
-are fixed the same task continues the pause. A pause with no recorded identity can never be
-told apart, so it is recorded as a failed continuation (listed for operators), unclaimed.
+Nothing is stranded before the claim. Wiring that is wrong (no entry, a path that does not
+import or raises on import, a framework not installed) moves the pause to ``failed`` with the
+reason, listed for operators; the task tries again with backoff, deferred on backends that
+can defer (``django-tasks-db``'s), up to ``CONTINUATION_ATTEMPTS``, and
+``turnstate_redeliver`` hands it again at any time: once the settings are fixed, it
+continues. A pause whose records say it can never be continued from here (no recorded name,
+an unreadable record) is ``refused``, with the reason, and never handed again.
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
+from turnstate_app.after_answer import same_run_q
 from turnstate_app.agents import agent_for
+from turnstate_app.errors import InteractionConfigurationError, PayloadBindingError, ThreadBusyError
 from turnstate_app.models import Pause
 from turnstate_app.pauses import ContinueResult, ResumedPause, resumed
 from turnstate_app.pauses.lookup import answered_pause
@@ -27,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 LANGGRAPH = "turnstate_app.contrib.langgraph"
 OPENAI_AGENTS = "turnstate_app.contrib.openai_agents"
+PYDANTIC_AI_GROUP_PREFIX = "pydantic-ai:"  # as turnstate_app.contrib.pydantic_ai names its groups
 
 
 @task()
@@ -34,9 +43,22 @@ def continue_pause(jti: str) -> dict[str, Any]:
     """Continue the answered pause ``jti`` once; JSON of how it went (``ran``, ``reason``, ``minted``)."""
     pause = answered_pause(jti)
     if pause.agent is None:
-        return outcome(jti, refuse_unnamed(pause))
-    target, contrib = agent_for(pause.agent)
-    return outcome(jti, continue_with(target, contrib, resumed(jti)))
+        return outcome(jti, refuse(pause, unnamed_reason(pause)))
+    try:
+        target, contrib = agent_for(pause.agent)
+    except InteractionConfigurationError as exc:
+        return outcome(jti, fail(pause, str(exc)))
+    try:
+        answered = resumed(jti)
+    except PayloadBindingError as exc:
+        return outcome(jti, refuse(pause, f"its records cannot be used: {exc}"))
+    try:
+        return outcome(jti, continue_with(target, contrib, answered))
+    except ThreadBusyError as busy:  # given back as failed (nothing ran): the next try is deferred
+        retry_at = Pause.objects.filter(pk=pause.pk).values_list("continuation_retry_at", flat=True).first()
+        if retry_at is not None:
+            defer(jti, retry_at)
+        return outcome(jti, ContinueResult(ran=False, reason=str(busy)))
 
 
 def continue_with(target: Any, contrib: str, answered: ResumedPause) -> ContinueResult:
@@ -54,17 +76,60 @@ def continue_with(target: Any, contrib: str, answered: ResumedPause) -> Continue
     return continue_agent(target, answered, store=DjangoConversationStore())
 
 
-def refuse_unnamed(pause: Pause) -> ContinueResult:
-    """A failed continuation with the reason, for operators; nothing is claimed."""
-    reason = (
+def unnamed_reason(pause: Pause) -> str:
+    """Why a pause without a recorded name cannot be continued here, and what its maker does instead."""
+    start = (
         f"pause {pause.jti} recorded no graph or agent name, so continue_pause cannot tell which "
-        "TURNSTATE['AGENTS'] entry continues it: mint PydanticAI pauses with pause_deferred(..., agent=...) "
-        "(LangGraph and OpenAI Agents SDK pauses record their name); continue this one with "
-        "continue_graph / continue_agent / continue_run"
+        "TURNSTATE['AGENTS'] entry continues it: "
     )
-    Pause.objects.filter(pk=pause.pk).mark_continuation_failed(reason)
+    if (pause.group or "").startswith(PYDANTIC_AI_GROUP_PREFIX):
+        return start + (
+            "mint PydanticAI pauses with pause_deferred(..., agent=agent), or continue this one with "
+            "continue_agent(agent, resumed(jti), store=...)"
+        )
+    return start + (
+        "it was minted with mint_pause, which continue_pause does not continue; continue it from "
+        "your own RESUME_HANDLER with continue_once(resumed, run)"
+    )
+
+
+def refuse(pause: Pause, reason: str) -> ContinueResult:
+    """queued -> refused, with the reason, for operators; nothing is claimed."""
+    Pause.objects.filter(same_run_q(pause)).mark_refused(reason, now=timezone.now())
     logger.error("continue_pause refused pause %s: %s", pause.jti, reason)
     return ContinueResult(ran=False, reason=reason)
+
+
+def fail(pause: Pause, reason: str) -> ContinueResult:
+    """queued -> failed, with the reason; the task tries again after a backoff where it can."""
+    now = timezone.now()
+    retry_at = Pause.objects.filter(same_run_q(pause)).mark_failed(
+        reason, now=now, attempts=pause.continuation_attempts + 1
+    )
+    logger.error(
+        "continue_pause could not continue pause %s (nothing ran): %s; %s",
+        pause.jti,
+        reason,
+        "tried again at " + retry_at.isoformat()
+        if retry_at
+        else "no tries left: turnstate_redeliver hands it again",
+    )
+    if retry_at is not None:
+        defer(pause.jti, retry_at)
+    return ContinueResult(ran=False, reason=reason)
+
+
+def defer(jti: str, retry_at: datetime) -> None:
+    """Enqueue the next try for ``retry_at`` on a backend that can defer; elsewhere
+    ``turnstate_redeliver`` (run from cron) is the retry. Never raises."""
+    try:
+        backend = continue_pause.get_backend()
+        if backend.supports_defer:
+            continue_pause.using(run_after=retry_at).enqueue(jti)
+    except Exception:
+        logger.exception(
+            "pause %s: the next try could not be enqueued; turnstate_redeliver hands it again", jti
+        )
 
 
 def outcome(jti: str, result: ContinueResult) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 from django.apps import apps
 
 from demo_agents.models import AgentRun, Booking, Payment
-from turnstate_app.models import Pause
+from turnstate_app.models import ContinuationState, Pause
 
 
 def shown(run: AgentRun) -> dict[str, Any]:
@@ -20,7 +20,7 @@ def shown(run: AgentRun) -> dict[str, Any]:
         return {"status": run.status, "transcript": run.transcript, "continued_by_pid": run.continued_by_pid}
     from demo_agents.booking import transcript
 
-    continued = Pause.objects.filter(run_id=run.run_id, continued_at__isnull=False).exists()
+    continued = Pause.objects.filter(run_id=run.run_id, continuation=ContinuationState.CONTINUED).exists()
     booked_by = Booking.objects.filter(run_id=run.run_id).values_list("booked_by_pid", flat=True).first()
     return {
         "status": "continued" if continued else "paused",
@@ -50,7 +50,7 @@ def payment_run(run: AgentRun) -> dict[str, Any]:
     from demo_agents.payments import transcript
     from turnstate_app.contrib.openai_agents import DjangoSession
 
-    continued = Pause.objects.filter(run_id=run.run_id, continued_at__isnull=False).exists()
+    continued = Pause.objects.filter(run_id=run.run_id, continuation=ContinuationState.CONTINUED).exists()
     paid_by = Payment.objects.filter(run_id=run.run_id, tool="pay").values_list("pid", flat=True).first()
     return {
         "status": "continued" if continued else "paused",

@@ -8,7 +8,7 @@ from typing import Any
 from demo_agents.models import NodeRun, Question
 from demo_agents.trip import trip_graph
 from turnstate_app.contrib.langgraph.models import Checkpoint
-from turnstate_app.models import Pause
+from turnstate_app.models import ContinuationState, Pause
 
 
 def trip_state(thread_id: str, owner: Any) -> dict[str, Any]:
@@ -31,8 +31,8 @@ def trip_state(thread_id: str, owner: Any) -> dict[str, Any]:
                 "interrupt_id": p.interrupt_id,
                 "status": p.status,
                 "owner": p.owner.username if p.owner else None,
-                "continued": p.continued_at is not None,
-                "failure": p.continuation_failure,
+                "continued": p.continuation == ContinuationState.CONTINUED,
+                "failure": p.continuation_reason,
                 "token": questions[p.jti].token if p.jti in questions else None,
                 "question": questions[p.jti].request if p.jti in questions else None,
             }

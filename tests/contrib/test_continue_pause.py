@@ -8,27 +8,32 @@ Run in-process (``Task.call``) and by django-tasks-db's real worker (``manage.py
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
+from io import StringIO
 from typing import Any
 
 import django
 import pytest
+from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
 from tests.contrib.openai_agents import agents as payments
 from tests.contrib.pydantic_ai.agents import first_run, tool_runs, travel_agent
 from tests.contrib.pydantic_ai.conversations import sync
 from tests.contrib.registered import AGENTS, trip
 from tests.demo_runs import ROOT, this_tree
+from tests.pause_helpers import answered
+from turnstate_app.choices import ContinuationState
 from turnstate_app.contrib.langgraph import pause_interrupts
 from turnstate_app.contrib.openai_agents import pause_approvals
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore, pause_deferred
-from turnstate_app.errors import InteractionConfigurationError
-from turnstate_app.keys import continuation_key
-from turnstate_app.models import CheckpointMetadata, Pause
-from turnstate_app.pauses import MintedPause, resume_pause
+from turnstate_app.models import Pause
+from turnstate_app.pauses import MintedPause, redeliver, resume_pause
+from turnstate_app.status import lifecycle_status
 from turnstate_app.tasks import continue_pause
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -69,8 +74,35 @@ def answer_all(pauses: list[MintedPause]) -> None:
         resume_pause(minted.token, "Monday" if minted.claims.name == "ask_date" else APPROVE)
 
 
-def claimed(minted: MintedPause) -> bool:
-    return CheckpointMetadata.objects.filter(key=continuation_key(minted.claims.jti)).exists()
+def continuation_of(minted: MintedPause) -> Pause:
+    return Pause.objects.get(jti=minted.claims.jti)
+
+
+def assert_failed(pauses: list[MintedPause], reason: str) -> None:
+    """Nothing ran and the wiring fault is listed for operators: ``failed`` (never ``running``),
+    with ``reason``, one attempt spent and the next try set."""
+    for minted in pauses:
+        pause = continuation_of(minted)
+        assert (pause.continuation, pause.continuation_reason) == (ContinuationState.FAILED, reason)
+        assert pause.continuation_attempts == 1
+        assert pause.continuation_retry_at is not None and pause.continuation_retry_at > timezone.now()
+    assert lifecycle_status().failed_continuations == len(pauses)
+
+
+def fix_and_redeliver(settings: Any, delivered: int) -> None:
+    """The settings fixed, ``turnstate_redeliver`` hands the failed answers to the task again."""
+    settings["AGENTS"] = dict(AGENTS)
+    settings["RESUME_HANDLER"] = "turnstate_app.handoff.enqueue_continuation"
+    out = StringIO()
+    call_command("turnstate_redeliver", "--older-than", "0", stdout=out)
+    assert f"redelivered {delivered} pause(s); 0 failed again" in out.getvalue()
+
+
+def assert_continued(pauses: list[MintedPause]) -> None:
+    for minted in pauses:
+        pause = continuation_of(minted)
+        assert (pause.continuation, pause.continuation_reason) == (ContinuationState.CONTINUED, None)
+    assert lifecycle_status().failed_continuations == 0
 
 
 def test_a_graph_pause_continues_once_however_often_the_task_is_delivered(agents: Any) -> None:
@@ -82,6 +114,7 @@ def test_a_graph_pause_continues_once_however_often_the_task_is_delivered(agents
     assert again["ran"] is False and again["reason"] == "already continued"
     transcript = trip.get_state({"configurable": {"thread_id": thread}}).values["transcript"]
     assert transcript == ["planned", "answered May 4", "booked for May 4"]
+    assert_continued([minted])
 
 
 def test_an_agent_group_continues_once_and_runs_the_approved_tool_once(agents: Any) -> None:
@@ -100,42 +133,90 @@ def test_an_openai_agents_group_continues_once_and_runs_the_approved_tools_once(
     assert payments.tool_runs("pay") == ["2400 to acme"] and payments.tool_runs("notify") == ["bob"]
 
 
-def test_a_pause_with_no_identity_is_a_failed_continuation_naming_agent_and_agents(agents: Any) -> None:
+def test_a_pydantic_ai_pause_with_no_identity_is_refused_naming_pause_deferred_with_agent(
+    agents: Any,
+) -> None:
     pauses = paused_travel(named=False)
     answer_all(pauses)
     outcome = continue_pause.call(pauses[0].claims.jti)
     assert outcome["ran"] is False
-    assert "agent=" in outcome["reason"] and "AGENTS" in outcome["reason"]
-    pause = Pause.objects.get(jti=pauses[0].claims.jti)
-    assert pause.continuation_failure == outcome["reason"] and pause.continued_at is None
-    assert not any(claimed(minted) for minted in pauses)
+    assert "pause_deferred(..., agent=" in outcome["reason"] and "AGENTS" in outcome["reason"]
+    for minted in pauses:  # the whole group, never claimed, never handed again
+        pause = continuation_of(minted)
+        assert (pause.continuation, pause.continuation_reason) == (
+            ContinuationState.REFUSED,
+            outcome["reason"],
+        )
+        assert (pause.continuation_attempts, pause.continuation_retry_at) == (0, None)
+    assert lifecycle_status().failed_continuations == 2
+    assert redeliver(dry_run=True).listed == ()
     assert tool_runs("book_flight") == 0
 
 
-def test_a_name_agents_does_not_hold_is_refused_before_anything_is_claimed(turnstate_settings: Any) -> None:
+def test_a_mint_pause_pause_is_refused_pointing_to_continue_once(agents: Any) -> None:
+    minted = answered()  # mint_pause records no graph or agent name
+    outcome = continue_pause.call(minted.claims.jti)
+    assert outcome["ran"] is False
+    assert "continue_once" in outcome["reason"] and "mint_pause" in outcome["reason"]
+    assert "pause_deferred" not in outcome["reason"]  # PydanticAI's advice, not this pause's
+    pause = continuation_of(minted)
+    assert (pause.continuation, pause.continuation_reason) == (ContinuationState.REFUSED, outcome["reason"])
+    assert lifecycle_status().failed_continuations == 1
+
+
+def test_a_name_agents_does_not_hold_fails_and_continues_once_the_settings_are_fixed(
+    turnstate_settings: Any,
+) -> None:
     turnstate_settings["AGENTS"] = {"travel": AGENTS["travel"]}
-    _, minted = paused_trip()
+    thread, minted = paused_trip()
     resume_pause(minted.token, "May 4")
-    with pytest.raises(
-        InteractionConfigurationError, match=r"no TURNSTATE\['AGENTS'\] entry for 'task-trip'"
-    ):
-        continue_pause.call(minted.claims.jti)
-    assert not claimed(minted)
-    assert Pause.objects.get(jti=minted.claims.jti).continuation_failure is None
-    turnstate_settings["AGENTS"] = dict(AGENTS)  # fixed: the same task continues it
-    assert continue_pause.call(minted.claims.jti)["ran"] is True
+
+    outcome = continue_pause.call(minted.claims.jti)
+
+    assert outcome["ran"] is False
+    assert "no TURNSTATE['AGENTS'] entry for 'task-trip'" in outcome["reason"]
+    assert_failed([minted], outcome["reason"])
+    transcript = trip.get_state({"configurable": {"thread_id": thread}}).values["transcript"]
+    assert transcript == ["planned"]  # nothing ran
+
+    fix_and_redeliver(turnstate_settings, delivered=1)
+
+    transcript = trip.get_state({"configurable": {"thread_id": thread}}).values["transcript"]
+    assert transcript == ["planned", "answered May 4", "booked for May 4"]  # the node ran once
+    assert_continued([minted])
 
 
-def test_an_entry_named_otherwise_is_refused(turnstate_settings: Any) -> None:
+def test_an_agents_module_that_raises_on_import_fails_naming_the_error_and_continues_once_fixed(
+    turnstate_settings: Any,
+) -> None:
+    turnstate_settings["AGENTS"] = {"travel": "tests.contrib.raising_agents.travel"}
+    pauses = paused_travel()
+    answer_all(pauses)
+
+    outcome = continue_pause.call(pauses[0].claims.jti)
+
+    assert outcome["ran"] is False
+    assert "AGENTS['travel'] = 'tests.contrib.raising_agents.travel'" in outcome["reason"]
+    assert "RuntimeError" in outcome["reason"] and "BOOKING_API_KEY is not set" in outcome["reason"]
+    assert_failed(pauses, outcome["reason"])  # the whole group
+    assert tool_runs("book_flight") == 0
+
+    fix_and_redeliver(turnstate_settings, delivered=2)  # each member handed again; one continues
+
+    assert tool_runs("book_flight") == 1
+    assert_continued(pauses)
+
+
+def test_an_entry_named_otherwise_fails_naming_the_objects_name(turnstate_settings: Any) -> None:
     turnstate_settings["AGENTS"] = {"task-trip": AGENTS["travel"]}
     _, minted = paused_trip()
     resume_pause(minted.token, "May 4")
-    with pytest.raises(InteractionConfigurationError, match="an object called 'travel'"):
-        continue_pause.call(minted.claims.jti)
-    assert not claimed(minted)
+    outcome = continue_pause.call(minted.claims.jti)
+    assert outcome["ran"] is False and "an object called 'travel'" in outcome["reason"]
+    assert_failed([minted], outcome["reason"])
 
 
-def test_a_framework_that_is_not_installed_is_refused_naming_its_extra(
+def test_a_framework_that_is_not_installed_fails_naming_its_extra(
     turnstate_settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     pauses = paused_travel()
@@ -147,10 +228,11 @@ def test_a_framework_that_is_not_installed_is_refused_naming_its_extra(
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(sys.modules, "pydantic_ai", None)
     turnstate_settings["AGENTS"] = {"travel": "worker_agents.travel"}
+    outcome = continue_pause.call(pauses[0].claims.jti)
+    assert outcome["ran"] is False
     extra = r"does not import \(import of pydantic_ai halted.*turnstate-app\[pydantic-ai\]"
-    with pytest.raises(InteractionConfigurationError, match=extra):
-        continue_pause.call(pauses[0].claims.jti)
-    assert not any(claimed(minted) for minted in pauses)
+    assert re.search(extra, outcome["reason"]), outcome["reason"]
+    assert_failed(pauses, outcome["reason"])
     assert tool_runs("book_flight") == 0
 
 
@@ -158,8 +240,10 @@ def test_enqueue_continuation_on_the_immediate_backend_continues_on_the_hand_off
     agents["RESUME_HANDLER"] = "turnstate_app.handoff.enqueue_continuation"
     thread, minted = paused_trip()
     resume_pause(minted.token, "May 4")
-    pause = Pause.objects.get(jti=minted.claims.jti)
-    assert pause.continued_at is not None and pause.handed_off_at is not None
+    pause = continuation_of(minted)
+    assert pause.continuation == ContinuationState.CONTINUED and pause.handed_off_at is not None
+    transcript = trip.get_state({"configurable": {"thread_id": thread}}).values["transcript"]
+    assert transcript == ["planned", "answered May 4", "booked for May 4"]
 
 
 # -- the real worker ----------------------------------------------------------------------

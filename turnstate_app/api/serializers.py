@@ -95,6 +95,7 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
             "answered_at",
             "expires_at",
             "handed_off_at",
+            "continuation",
             "group",
             "group_state",
         )
@@ -160,8 +161,12 @@ class StatusSerializer(serializers.Serializer[Any]):
     awaiting_handoff = serializers.IntegerField(
         help_text=_("Answered pauses whose hand-off to RESUME_HANDLER has not succeeded.")
     )
+    queued = serializers.IntegerField(
+        help_text=_("Answered pauses handed off, whose continuation waits for a worker or its group.")
+    )
+    running = serializers.IntegerField(help_text=_("Continuations claimed less than STALLED_AFTER ago."))
     stalled = serializers.IntegerField(
-        help_text=_("Continuations claimed more than STALLED_AFTER ago that neither returned nor refused.")
+        help_text=_("Continuations claimed more than STALLED_AFTER ago that never finished.")
     )
     unresumable = serializers.IntegerField(
         help_text=_(
@@ -172,7 +177,11 @@ class StatusSerializer(serializers.Serializer[Any]):
     failed_groups = serializers.IntegerField(
         help_text=_("Pause groups that will not continue by themselves.")
     )
-    failed_continuations = serializers.IntegerField(help_text=_("Continuations that refused to run."))
+    failed_continuations = serializers.IntegerField(
+        help_text=_(
+            "Continuations that failed before running (retried), crashed (the run raised) or were refused."
+        )
+    )
     count_limit = serializers.IntegerField(help_text=_("Where each count stops."))
     capped = serializers.ListField(
         child=serializers.CharField(), help_text=_("The counts that reached count_limit: at least that many.")

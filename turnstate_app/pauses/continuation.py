@@ -6,43 +6,44 @@ continuation that ran twice would run the approved tool twice or fork the thread
 
 1. a group still waiting for an answer, or a pause that recorded another graph or agent
    (``agent``), continues nothing (nothing is claimed: the right one can still continue it);
-2. the continuation is claimed once, across processes, with the port's insert-if-absent
-   (``continuation:<jti>`` of the group's lead); every other caller gets ``ran=False``;
-3. the run takes its thread's turn (:mod:`turnstate_app.pauses.thread_turns`);
+2. the continuation is claimed once, across processes: the group's lead moves from ``queued``
+   (or ``failed``) to ``running`` in one conditional UPDATE (:mod:`turnstate_app.after_answer`);
+   every other caller gets ``ran=False``;
+3. the run takes its thread's turn (:mod:`turnstate_app.pauses.thread_turns`); a thread that
+   stays busy gives the claim back as ``failed`` (nothing ran), to be retried;
 4. ``still_shown`` (when given) says what the stored state asks now, for each answered pause
    that recorded what its person was shown: a different digest is refused like step 5's
    ``ContinuationRefused``, before ``run`` (:mod:`turnstate_app.pauses.shown`);
-5. ``run`` returns: the ledger records ``continued_at``. ``ContinuationRefused``: the ledger
-   records the reason (``continuation_failure``). Any other exception: the claim stays and
-   nothing is recorded, so the pause shows as *stalled* after ``STALLED_AFTER`` —
+5. ``run`` returns: ``continued``. ``ContinuationRefused``: ``refused``, with the reason. Any
+   other exception: ``crashed``, with the reason, and the exception propagates. A process
+   that dies meanwhile leaves ``running``, shown as *stalled* after ``STALLED_AFTER`` —
    delivery is at least once, a continuation at most once, and a lost one always visible.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
-import secrets
+import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import router
+from django.db import DatabaseError, router
 from django.utils import timezone
 
 from turnstate_app import telemetry
-from turnstate_app.choices import PauseStatus
+from turnstate_app.choices import ContinuationState, PauseStatus
 from turnstate_app.errors import ContinuationRefused, ThreadBusyError
-from turnstate_app.keys import continuation_key
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.pauses.groups import members_of
 from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
 from turnstate_app.pauses.mint import MintedPause, mint_pause
 from turnstate_app.pauses.shown import question_changed, shown_digest
-from turnstate_app.pauses.thread_turns import ReleasableCommands, ThreadTurn, atake_turn, holding, take_turn
+from turnstate_app.pauses.thread_turns import ThreadTurn, atake_turn, holding, take_turn
 from turnstate_app.ports import get_default_store
 from turnstate_app.ports.model import reading_primary
 from turnstate_app.turnstate import TurnCheckpointStore
@@ -54,6 +55,12 @@ REASON_GROUP_EXPIRED = "group failed: a member expired unanswered"
 REASON_ALREADY_CONTINUED = "already continued"
 REASON_CLAIMED_ELSEWHERE = "continuation claimed elsewhere"
 REASON_FAILED_BEFORE = "continuation failed before"
+REASON_CRASHED_BEFORE = "the run raised before"
+
+COMPLETION_TRIES = (0.1, 0.5, 2.0, 5.0)
+"""Seconds between tries of writing that a run returned: the run is never run again for it."""
+
+logger = logging.getLogger(__name__)
 
 UNCHECKED: Any = object()
 """``agent`` not given: the caller does not say which graph or agent it runs, nothing is checked."""
@@ -117,7 +124,6 @@ class Claimed:
     continuation: Continuation
     members: list[Pause]
     lead: Pause
-    claim_value: str
     store: TurnCheckpointStore
     claimed_at: datetime
 
@@ -160,8 +166,8 @@ def _continue_once(
         return claimed
     try:
         turn = take_turn(claimed.store, resumed.claims.thread_id)
-    except ThreadBusyError:
-        give_back(claimed)
+    except ThreadBusyError as busy:
+        give_back(claimed, busy)
         raise
     try:
         try:
@@ -172,6 +178,9 @@ def _continue_once(
                 output = run(claimed.continuation)
         except ContinuationRefused as refused:
             return refuse(claimed, refused)
+        except Exception as exc:
+            crash(claimed, exc)
+            raise
         return complete(claimed, output)
     finally:
         turn.release()
@@ -205,8 +214,8 @@ async def _acontinue_once(
         return claimed
     try:
         turn: ThreadTurn = await atake_turn(claimed.store, resumed.claims.thread_id)
-    except ThreadBusyError:
-        await sync_to_async(give_back, thread_sensitive=True)(claimed)
+    except ThreadBusyError as busy:
+        await sync_to_async(give_back, thread_sensitive=True)(claimed, busy)
         raise
     try:
         try:
@@ -220,6 +229,9 @@ async def _acontinue_once(
                     output = await output
         except ContinuationRefused as refused:
             return await sync_to_async(refuse, thread_sensitive=True)(claimed, refused)
+        except Exception as exc:
+            await sync_to_async(crash, thread_sensitive=True)(claimed, exc)
+            raise
         return await sync_to_async(complete, thread_sensitive=True)(claimed, output)
     finally:
         await sync_to_async(turn.release, thread_sensitive=True)()
@@ -265,11 +277,11 @@ def claim(
             resumed if member.jti == resumed.claims.jti else rebuild_resumed(member, store)
             for member in members
         ]
-    value = json.dumps({"by": resumed.claims.jti, "at": now.isoformat(), "holder": secrets.token_hex(8)})
-    pauses.filter(pk=lead.pk).mark_claimed(now=now)
-    if not store.claim_sync(lead.claims, key=continuation_key(lead.jti), value=value):
-        lead.refresh_from_db(fields=["continued_at", "continuation_failure"])
+    if not pauses.claim(lead.pk, now=now):
+        lead.refresh_from_db(fields=["continuation", "continuation_reason"])
         return ContinueResult(ran=False, reason=settled_reason(lead) or REASON_CLAIMED_ELSEWHERE)
+    if len(members) > 1:
+        pauses.filter(pk__in=[member.pk for member in members[1:]]).follow(now=now)
     # This process continues the run: its span links to the trace the answer was given in.
     telemetry.link_current(pause.answer_traceparent)
     if pause.answered_at is not None:
@@ -277,9 +289,7 @@ def claim(
     continuation = Continuation(
         resumed=resumed, members=answers, owner=pause.owner, agent=pause.agent, store=store
     )
-    return Claimed(
-        continuation=continuation, members=members, lead=lead, claim_value=value, store=store, claimed_at=now
-    )
+    return Claimed(continuation=continuation, members=members, lead=lead, store=store, claimed_at=now)
 
 
 def to_confirm(claimed: Claimed) -> list[tuple[Pause, ResumedPause]]:
@@ -315,35 +325,62 @@ def wrong_agent(pause: Pause, agent: str | None) -> str:
 
 
 def settled_reason(lead: Pause) -> str | None:
-    if lead.continued_at is not None:
+    """Why ``lead``'s continuation cannot be claimed now; None when it can."""
+    state = lead.continuation
+    if state == ContinuationState.CONTINUED:
         return REASON_ALREADY_CONTINUED
-    if lead.continuation_failure is not None:
-        return f"{REASON_FAILED_BEFORE}: {lead.continuation_failure}"
+    if state == ContinuationState.REFUSED:
+        return f"{REASON_FAILED_BEFORE}: {lead.continuation_reason}"
+    if state == ContinuationState.CRASHED:
+        return (
+            f"{REASON_CRASHED_BEFORE}: {lead.continuation_reason}; an operator hands it again "
+            "(turnstate_redeliver --jti=<jti>) once the cause is fixed"
+        )
+    if state == ContinuationState.RUNNING:
+        return REASON_CLAIMED_ELSEWHERE
     return None
 
 
 def complete(claimed: Claimed, output: Any) -> ContinueResult:
-    ledger(claimed).mark_continued(now=timezone.now())
+    """running -> continued. The run returned: a failed write is tried again, the run never is."""
+    for delay in (*COMPLETION_TRIES, None):
+        try:
+            ledger(claimed).mark_continued(now=timezone.now())
+            break
+        except DatabaseError:
+            if delay is None:
+                logger.exception(
+                    "pause %s: the run returned, and recording that failed %d times; it shows as "
+                    "stalled after STALLED_AFTER",
+                    claimed.lead.jti,
+                    len(COMPLETION_TRIES) + 1,
+                )
+                raise
+            logger.warning("pause %s: recording that the run returned failed; trying again", claimed.lead.jti)
+            time.sleep(delay)
     return ContinueResult(ran=True, output=output, minted=list(claimed.continuation.minted))
 
 
 def refuse(claimed: Claimed, refused: ContinuationRefused) -> ContinueResult:
-    ledger(claimed).mark_continuation_failed(refused.reason)
+    """running -> refused: never handed again."""
+    ledger(claimed).mark_refused(refused.reason, now=timezone.now())
     return ContinueResult(ran=False, reason=refused.reason, minted=list(claimed.continuation.minted))
 
 
-def give_back(claimed: Claimed) -> None:
-    """Nothing ran (the thread stayed busy): release the claim so a redelivery can run it."""
-    commands = claimed.store.commands
-    if isinstance(commands, ReleasableCommands):
-        lead = claimed.lead
-        commands.release_metadata_sync(
-            thread_id=lead.thread_id,
-            checkpoint_id=lead.checkpoint_id,
-            key=continuation_key(lead.jti),
-            value=claimed.claim_value,
-        )
-        Pause.objects.filter(pk=lead.pk).unmark_claimed(claimed_at=claimed.claimed_at)
+def crash(claimed: Claimed, exc: Exception) -> None:
+    """running -> crashed, so the failure is listed now rather than as stalled much later. Never raises:
+    the run's own exception is the one the caller sees."""
+    try:
+        ledger(claimed).mark_crashed(f"{type(exc).__name__}: {exc}", now=timezone.now())
+    except Exception:
+        logger.exception("pause %s: recording that the run raised failed", claimed.lead.jti)
+
+
+def give_back(claimed: Claimed, busy: ThreadBusyError) -> None:
+    """running -> failed: nothing ran (the thread stayed busy), so a retry can run it."""
+    ledger(claimed).mark_failed(
+        str(busy), now=timezone.now(), attempts=claimed.lead.continuation_attempts + 1
+    )
 
 
 def ledger(claimed: Claimed) -> PauseQuerySet:

@@ -7,8 +7,8 @@ answered (:mod:`turnstate_app.pauses.continuation`). Every member shares one thr
 group's continuation takes that thread's turn.
 
 The group's first member in mint order is its *lead*: the group's continuation is claimed
-and recorded on the lead's rows, so retention, which keeps a group together, deletes the
-claim with it.
+on the lead's ledger row, and every member moves through the states of
+:mod:`turnstate_app.after_answer` with it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from datetime import datetime
 
 from django.db.models import Q
 
+from turnstate_app.after_answer import DONE
+from turnstate_app.choices import ContinuationState
 from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.ports.limits import require_id
 
@@ -33,21 +35,21 @@ def check_group(group: str | None, thread_id: str) -> str | None:
     require_id("group", group)
     conflict = (
         Pause.objects.in_group(group)
-        .filter(
-            ~Q(thread_id=thread_id) | Q(continued_at__isnull=False) | Q(continuation_failure__isnull=False)
-        )
-        .values_list("thread_id", "continued_at", "continuation_failure")
+        .filter(~Q(thread_id=thread_id) | Q(continuation__in=DONE))
+        .values_list("thread_id", "continuation", "continuation_reason")
         .first()
     )
     if conflict is None:
         return group
-    other, continued_at, failure = conflict
+    other, state, reason = conflict
     if other != thread_id:
         raise ValueError(
             f"pause group {group!r} belongs to thread {other!r}; every member of a group shares one "
             f"thread, so a pause of thread {thread_id!r} cannot join it"
         )
-    done = "continued" if continued_at is not None else f"refused to continue ({failure})"
+    done = (
+        "continued" if state == ContinuationState.CONTINUED else f"ended its continuation: {state} ({reason})"
+    )
     raise ValueError(f"pause group {group!r} has already {done}; a new member would never be continued")
 
 

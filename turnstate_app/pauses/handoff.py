@@ -118,13 +118,14 @@ def deliver(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> bo
     """On a worker: call (and await) the handler, then stamp ``handed_off_at``. True when both did."""
     try:
         call_handler(handler, resumed)
-    except BaseException:  # even SystemExit: it would only end this worker; redelivery will try again
+    except BaseException as exc:  # even SystemExit: it would only end this worker; redelivery will try again
         logger.exception(
             "RESUME_HANDLER failed for pause %s (thread %s); turnstate_redeliver will retry it",
             resumed.claims.jti,
             resumed.claims.thread_id,
         )
         telemetry.record("turnstate.handoff.failures")
+        note_failure(resumed.claims.jti, f"RESUME_HANDLER raised {type(exc).__name__}: {exc}")
         return False
     try:
         Pause.objects.mark_handed_off(resumed.claims.jti, now=timezone.now())
@@ -137,6 +138,15 @@ def deliver(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> bo
         telemetry.record("turnstate.handoff.failures")
         return False
     return True
+
+
+def note_failure(jti: str, reason: str) -> None:
+    """Keep why the hand-off failed on the pause, for operators. Never raises: the database may be
+    what failed."""
+    try:
+        Pause.objects.note_handoff_failed(jti, reason)
+    except Exception:
+        logger.exception("recording why the hand-off of pause %s failed, failed too", jti)
 
 
 def call_handler(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> None:

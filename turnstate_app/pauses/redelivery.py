@@ -1,7 +1,10 @@
-"""Handing answered pauses whose hand-off never succeeded to ``RESUME_HANDLER`` again.
+"""Handing answered pauses to ``RESUME_HANDLER`` again: those whose hand-off never succeeded,
+and those whose continuation failed before running anything (:mod:`turnstate_app.after_answer`).
 
-One pause whose records cannot be read, or that was deleted since it was listed, must not
-keep the others from their hand-off: it is reported and the rest carry on.
+A refused continuation is never handed again (the person must be asked anew); a crashed one
+only when an operator names it (``jti``): what it ran before it raised is the operator's call.
+One pause whose records cannot be read, or that was deleted since it was listed, must not keep
+the others from their hand-off: it is reported and the rest carry on.
 """
 
 from __future__ import annotations
@@ -11,17 +14,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import NamedTuple
 
+from django.db.models import Q
 from django.utils import timezone
 
+from turnstate_app.after_answer import State, redeliverable_q, same_run_q
 from turnstate_app.errors import TurnStateError
-from turnstate_app.models import Pause
+from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.pauses.handoff import HandOff, ResumedPause, hand_off
 from turnstate_app.ports import get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
 
 class Unreadable(NamedTuple):
-    """A pause left awaiting hand-off because its records cannot be read, and why."""
+    """A pause left where it was because its records cannot be read, and why."""
 
     jti: str
     reason: str
@@ -36,22 +41,43 @@ class Redelivery:
     gone: int = 0
     """Pauses deleted (purged, erased) between the listing and their hand-off."""
     unreadable: tuple[Unreadable, ...] = ()
+    listed: tuple[str, ...] = ()
+    """The jtis chosen (all that a dry run does)."""
 
     @property
     def not_handed_over(self) -> int:
-        """Pauses still in ``awaiting_handoff()`` after this run, for all this run knows."""
+        """Pauses still not handed over after this run, for all this run knows."""
         return self.failed + self.running + len(self.unreadable)
 
 
-def redeliver(*, older_than: timedelta = timedelta(0), limit: int | None = None) -> Redelivery:
-    """Hand every answered, never-handed-off pause (answered before ``older_than`` ago) over again."""
-    store = get_default_store()
+def candidates(*, older_than: timedelta = timedelta(0), jti: str | None = None) -> PauseQuerySet:
+    """What a redelivery hands again: by itself, answered more than ``older_than`` ago, hand-off
+    never succeeded or failed before running; ``jti`` names one pause, crashed ones included."""
+    if jti is not None:
+        return Pause.objects.filter(redeliverable_q() | Q(continuation=State.CRASHED), jti=jti)
     cutoff = timezone.now() - older_than
-    pending = Pause.objects.awaiting_handoff().filter(answered_at__lte=cutoff).order_by("answered_at", "pk")
+    return Pause.objects.filter(redeliverable_q(), answered_at__lte=cutoff).order_by("answered_at", "pk")
+
+
+def redeliver(
+    *,
+    older_than: timedelta = timedelta(0),
+    limit: int | None = None,
+    jti: str | None = None,
+    dry_run: bool = False,
+) -> Redelivery:
+    """Hand the :func:`candidates` over again (``dry_run``: only list them)."""
+    chosen = candidates(older_than=older_than, jti=jti)
+    if dry_run:
+        listed = chosen.values_list("jti", flat=True)
+        return Redelivery(delivered=0, failed=0, listed=tuple(listed[:limit] if limit else listed))
+    store = get_default_store()
     outcomes = dict.fromkeys(HandOff, 0)
     gone = 0
     unreadable: list[Unreadable] = []
-    for pause in pending[:limit] if limit else pending.iterator():
+    listed_jtis: list[str] = []
+    for pause in chosen[:limit] if limit else chosen.iterator():
+        listed_jtis.append(pause.jti)
         try:
             resumed = rebuilt(pause, store)
         except (TurnStateError, ValueError) as exc:  # an undecodable turn state or answer
@@ -60,6 +86,7 @@ def redeliver(*, older_than: timedelta = timedelta(0), limit: int | None = None)
         if resumed is None:
             gone += 1
             continue
+        Pause.objects.filter(same_run_q(pause)).requeue(now=timezone.now())
         outcomes[hand_off(resumed)] += 1
     return Redelivery(
         delivered=outcomes[HandOff.DELIVERED],
@@ -67,6 +94,7 @@ def redeliver(*, older_than: timedelta = timedelta(0), limit: int | None = None)
         running=outcomes[HandOff.RUNNING],
         gone=gone,
         unreadable=tuple(unreadable),
+        listed=tuple(listed_jtis),
     )
 
 

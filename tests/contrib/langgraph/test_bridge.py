@@ -10,9 +10,11 @@ import multiprocessing
 import uuid
 from collections import Counter
 from datetime import datetime
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, TypeAdapter, field_validator
@@ -21,6 +23,7 @@ from tests.contrib.langgraph import approvals
 from tests.contrib.langgraph.approvals import HOTEL_SCHEMA, Approval, config, runs, start, trip_approvals
 from tests.contrib.langgraph.processes import continue_elsewhere
 from tests.factories import UserFactory
+from turnstate_app.choices import ContinuationState
 from turnstate_app.contrib.langgraph import (
     DjangoCheckpointSaver,
     InterruptValueError,
@@ -32,6 +35,7 @@ from turnstate_app.errors import AnswerValidationError
 from turnstate_app.models import Pause
 from turnstate_app.pauses import MintedPause, resume_pause
 from turnstate_app.ports import get_default_store
+from turnstate_app.status import lifecycle_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SPAWN = multiprocessing.get_context("spawn")
@@ -189,7 +193,8 @@ def test_an_interrupt_answered_elsewhere_is_refused_and_answers_nothing_else() -
 
     assert not result.ran and result.reason is not None
     assert "no longer pending" in result.reason
-    assert Pause.objects.get(jti=resumed.claims.jti).continuation_failure == result.reason
+    pause = Pause.objects.get(jti=resumed.claims.jti)
+    assert (pause.continuation, pause.continuation_reason) == (ContinuationState.REFUSED, result.reason)
     assert pending_ids(graph, thread) == [minted["hotel"].claims.interrupt_id]
     assert graph.get_state(config(thread)).values["log"] == ["flights:False"]
     assert runs(thread, "flights") == 1
@@ -237,7 +242,10 @@ def test_an_answer_the_graph_still_refuses_is_listed_as_a_failed_continuation() 
 
     assert not result.ran and result.reason is not None
     assert result.reason.startswith("answer refused by the graph: ")
-    assert Pause.objects.get(jti=minted.claims.jti).continuation_failure == result.reason
+    pause = Pause.objects.get(jti=minted.claims.jti)
+    assert (pause.continuation, pause.continuation_reason) == (ContinuationState.REFUSED, result.reason)
+    assert list(Pause.objects.continuation_failed().values_list("jti", flat=True)) == [minted.claims.jti]
+    assert lifecycle_status().failed_continuations == 1
     assert pending_ids(graph, thread) == [minted.claims.interrupt_id]
     assert [o.interrupt_id for o in unpaused_interrupts() if o.thread_id == thread] == [
         minted.claims.interrupt_id
@@ -375,30 +383,68 @@ def test_an_interrupt_inside_a_subgraph_pauses_and_continues_through_the_parent_
     assert result.ran and result.output["log"] == ["inner:yes"]
 
 
-def test_a_node_that_fails_after_its_answer_leaves_a_stalled_continuation_never_a_dropped_answer() -> None:
-    from datetime import timedelta
+FRAGILE: dict[str, Any] = {}
+"""The fragile graph of the test below, whether its booking service is down, what its handler got."""
 
-    from django.utils import timezone
+
+def fragile_graph(saver: Any) -> Any:
+    """ask (interrupts) -> book, which raises after the answer while ``FRAGILE["down"]``."""
     from langgraph.graph import START, StateGraph
 
     def fragile(state: approvals.TripState) -> dict[str, Any]:
         answer = interrupt("Go ahead?")
-        raise RuntimeError(f"the booking service is down (answer {answer!r})")
+        if FRAGILE["down"]:
+            raise RuntimeError(f"the booking service is down (answer {answer!r})")
+        return {"log": [f"booked:{answer}"]}
 
     builder = StateGraph(approvals.TripState)
     builder.add_node("fragile", fragile)
     builder.add_edge(START, "fragile")
-    graph = builder.compile(checkpointer=DjangoCheckpointSaver(), name="fragile")
+    return builder.compile(checkpointer=saver, name="fragile")
+
+
+def continue_fragile(resumed: Any) -> None:
+    """``RESUME_HANDLER`` of the fragile graph."""
+    FRAGILE["results"].append(continue_graph(FRAGILE["graph"], resumed))
+
+
+def test_a_node_that_fails_after_its_answer_is_crashed_at_once_naming_the_exception_never_a_dropped_answer(
+    turnstate_settings: Any,
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    graph = fragile_graph(DjangoCheckpointSaver())
+    FRAGILE.update(down=True, results=[], graph=graph)
     thread = new_thread()
     graph.invoke({"log": []}, config(thread))
     [minted] = pause_interrupts(graph, config(thread), run_id="r", session_id="s")
+    jti = minted.claims.jti
     resumed = resume_pause(minted.token, "yes")
 
     with pytest.raises(RuntimeError, match="booking service is down"):
         continue_graph(graph, resumed)
 
-    again = continue_graph(graph, resumed)  # a redelivery while the claim stands runs nothing
-    assert (again.ran, again.reason) == (False, "continuation claimed elsewhere")
-    later = timezone.now() + timedelta(hours=1)
-    assert list(Pause.objects.stalled(later).values_list("jti", flat=True)) == [minted.claims.jti]
+    pause = Pause.objects.get(jti=jti)
+    assert pause.continuation == ContinuationState.CRASHED  # at once, not stalled much later
+    assert pause.continuation_reason == "RuntimeError: the booking service is down (answer 'yes')"
+    now = lifecycle_status()
+    assert (now.failed_continuations, now.running, now.stalled) == (1, 0, 0)
+    assert lifecycle_status(now=timezone.now() + timedelta(hours=1)).stalled == 0
+    again = continue_graph(graph, resumed)  # a redelivery runs nothing: what ran may not run twice
+    assert not again.ran and again.reason is not None
+    assert again.reason.startswith("the run raised before: RuntimeError: the booking service is down")
+    assert "turnstate_redeliver --jti" in again.reason
     assert pending_ids(graph, thread) == [minted.claims.interrupt_id]  # the interrupt still waits
+
+    FRAGILE["down"] = False  # the service is back: an operator hands the answer again
+    turnstate_settings["RESUME_HANDLER"] = f"{__name__}.continue_fragile"
+    call_command("turnstate_redeliver", "--older-than", "0", stdout=StringIO())
+    assert FRAGILE["results"] == []  # never by itself
+    call_command("turnstate_redeliver", "--jti", jti, stdout=StringIO())
+
+    [result] = FRAGILE["results"]
+    assert result.ran and result.output["log"] == ["booked:yes"]  # the answer was never dropped
+    assert Pause.objects.get(jti=jti).continuation == ContinuationState.CONTINUED
+    assert pending_ids(graph, thread) == [] and lifecycle_status().failed_continuations == 0

@@ -16,6 +16,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
 from tests.contrib.langgraph.approvals import TripState, config, runs, single_question, trip_approvals
+from turnstate_app.choices import ContinuationState
 from turnstate_app.contrib.langgraph import (
     DjangoCheckpointSaver,
     UnnamedGraphError,
@@ -24,8 +25,7 @@ from turnstate_app.contrib.langgraph import (
     continue_graph,
     pause_interrupts,
 )
-from turnstate_app.keys import continuation_key
-from turnstate_app.models import CheckpointMetadata, Pause
+from turnstate_app.models import Pause
 from turnstate_app.pauses import aresume_pause, resume_pause
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,8 +42,10 @@ def unnamed(saver: Any) -> Any:
     return builder.compile(checkpointer=saver)  # LangGraph names it "LangGraph"
 
 
-def claimed(jti: str) -> bool:
-    return CheckpointMetadata.objects.filter(key=continuation_key(jti)).exists()
+def unclaimed(jti: str) -> bool:
+    """The answer still waits for its continuation: ``queued``, no reason recorded, never ``running``."""
+    pause = Pause.objects.get(jti=jti)
+    return pause.continuation == ContinuationState.QUEUED and pause.continuation_reason is None
 
 
 def test_a_graph_with_langgraphs_default_name_cannot_pause_and_is_told_how_to_name_it() -> None:
@@ -83,14 +85,14 @@ def test_the_wrong_graph_is_refused_before_the_claim_and_the_right_one_still_con
 
     assert refused.ran is False and refused.reason is not None
     assert "'single-question'" in refused.reason and "'trip-approvals'" in refused.reason
-    assert not claimed(minted.claims.jti)  # nothing was spent
-    assert Pause.objects.get(jti=minted.claims.jti).continuation_failure is None
+    assert unclaimed(minted.claims.jti)  # nothing was spent
     assert runs(thread, "ask") == 0
 
     done = continue_graph(right, resumed)
 
     assert done.ran and done.output["log"] == ["ask:yes", "booked"]
     assert runs(thread, "ask") == 1
+    assert Pause.objects.get(jti=minted.claims.jti).continuation == ContinuationState.CONTINUED
 
 
 async def test_acontinue_graph_refuses_the_wrong_graph_before_the_claim_too() -> None:
@@ -103,8 +105,11 @@ async def test_acontinue_graph_refuses_the_wrong_graph_before_the_claim_too() ->
     refused = await acontinue_graph(wrong, resumed)
 
     assert refused.ran is False and "'trip-approvals'" in str(refused.reason)
-    assert not await CheckpointMetadata.objects.filter(key=continuation_key(minted.claims.jti)).aexists()
+    pause = await Pause.objects.aget(jti=minted.claims.jti)
+    assert (pause.continuation, pause.continuation_reason) == (ContinuationState.QUEUED, None)
     assert (await acontinue_graph(right, resumed)).ran
+    await pause.arefresh_from_db()
+    assert pause.continuation == ContinuationState.CONTINUED
 
 
 def test_an_interrupt_no_longer_pending_is_refused_with_what_the_head_holds() -> None:
@@ -120,6 +125,8 @@ def test_an_interrupt_no_longer_pending_is_refused_with_what_the_head_holds() ->
     assert result.ran is False and result.reason is not None
     assert "elsewhere" not in result.reason and " or " not in result.reason  # a fact, not a guess
     assert f"checkpoint {head}" in result.reason and "waits on no interrupt" in result.reason
+    pause = Pause.objects.get(jti=minted.claims.jti)
+    assert (pause.continuation, pause.continuation_reason) == (ContinuationState.REFUSED, result.reason)
 
 
 def test_an_interrupt_of_an_erased_thread_is_refused_saying_the_thread_has_no_checkpoint() -> None:
@@ -133,3 +140,5 @@ def test_an_interrupt_of_an_erased_thread_is_refused_saying_the_thread_has_no_ch
     result = continue_graph(graph, resumed)
 
     assert result.ran is False and f"thread {thread!r} has no checkpoint" in str(result.reason)
+    pause = Pause.objects.get(jti=minted.claims.jti)
+    assert (pause.continuation, pause.continuation_reason) == (ContinuationState.REFUSED, result.reason)

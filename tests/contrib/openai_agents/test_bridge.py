@@ -22,6 +22,7 @@ from tests.contrib.openai_agents.agents import first_run, payments_agent, tool_r
 from tests.contrib.openai_agents.processes import continue_elsewhere
 from tests.factories import UserFactory
 from tests.pause_helpers import age
+from turnstate_app.choices import ContinuationState
 from turnstate_app.contrib.openai_agents import (
     DjangoSession,
     StaleRunStateError,
@@ -33,7 +34,6 @@ from turnstate_app.contrib.openai_agents import (
 from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
 from turnstate_app.contrib.openai_agents.states import read_state, replace_state
 from turnstate_app.errors import AnswerValidationError
-from turnstate_app.keys import continuation_key
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import MintedPause, aresume_pause, resume_pause
 
@@ -56,8 +56,10 @@ def answer(pauses: dict[str, MintedPause], **answers: Any) -> list[Any]:
     return [resume_pause(pauses[name].token, value) for name, value in answers.items()]
 
 
-def claimed(minted: MintedPause) -> bool:
-    return CheckpointMetadata.objects.filter(key=continuation_key(minted.claims.jti)).exists()
+def continuations(pauses: dict[str, MintedPause]) -> dict[str, Any]:
+    """Where each pause's continuation stands, by tool name (None: not answered)."""
+    states = dict(Pause.objects.values_list("jti", "continuation"))
+    return {name: states[minted.claims.jti] for name, minted in pauses.items()}
 
 
 def test_pausing_mints_one_group_showing_each_tool_and_its_arguments() -> None:
@@ -81,7 +83,8 @@ def test_a_partial_answer_continues_nothing() -> None:
     (resumed,) = answer(pauses, pay=APPROVE)
     result = continue_run(payments_agent(), resumed)
     assert (result.ran, result.reason) == (False, "group incomplete")
-    assert tool_runs("pay") == [] and not claimed(pauses["pay"])
+    assert tool_runs("pay") == []
+    assert continuations(pauses) == {"pay": ContinuationState.QUEUED, "notify": None}  # nothing claimed
 
 
 def test_the_group_continues_once_and_a_redelivery_runs_nothing() -> None:
@@ -93,6 +96,7 @@ def test_the_group_continues_once_and_a_redelivery_runs_nothing() -> None:
     assert result.ran and result.minted == [] and "paid 2400 to acme" in result.output
     assert [(r.ran, r.reason) for r in again] == [(False, "already continued")] * 2
     assert tool_runs("pay") == ["2400 to acme"] and tool_runs("notify") == ["bob"]
+    assert set(continuations(pauses).values()) == {ContinuationState.CONTINUED}
 
 
 def test_a_rejected_call_never_runs_and_the_model_sees_the_message() -> None:
@@ -108,7 +112,9 @@ def test_another_agent_is_refused_before_anything_is_claimed() -> None:
     _, last = answer(pauses, pay=APPROVE, notify=APPROVE)
     result = continue_run(payments_agent(name="other"), last)
     assert not result.ran and "'payments'" in (result.reason or "") and "'other'" in (result.reason or "")
-    assert not claimed(pauses["pay"]) and tool_runs("pay") == []
+    assert tool_runs("pay") == []
+    assert set(continuations(pauses).values()) == {ContinuationState.QUEUED}  # nothing claimed
+    assert not Pause.objects.filter(continuation_reason__isnull=False).exists()
     assert continue_run(payments_agent(), last).ran  # the right agent still continues it
 
 
@@ -122,7 +128,11 @@ def test_an_approval_binds_to_the_arguments_shown_a_state_altered_since_is_refus
     result = continue_run(payments_agent(), last)
     assert not result.ran and "question changed" in (result.reason or "")
     assert tool_runs("pay") == [] and tool_runs("notify") == []
-    assert Pause.objects.get(jti=last.claims.jti).continuation_failure == result.reason
+    pause = Pause.objects.get(jti=last.claims.jti)
+    assert (pause.continuation, pause.continuation_reason) == (ContinuationState.REFUSED, result.reason)
+    assert set(continuations(pauses).values()) == {ContinuationState.REFUSED}  # the whole group
+    again = continue_run(payments_agent(), last)  # never handed again
+    assert not again.ran and again.reason == f"continuation failed before: {result.reason}"
 
 
 def test_override_args_are_refused_at_answer_and_the_pause_stays_pending() -> None:

@@ -11,6 +11,7 @@ from pydantic_ai.tools import DeferredToolRequests
 
 from tests.contrib.pydantic_ai.agents import first_run, tool_runs, travel_agent
 from tests.contrib.pydantic_ai.conversations import sync, turn
+from turnstate_app.choices import ContinuationState
 from turnstate_app.contrib.pydantic_ai import (
     ConversationNotSavedError,
     DjangoConversationStore,
@@ -162,6 +163,8 @@ def test_a_call_no_longer_deferred_in_the_latest_conversation_runs_nothing() -> 
     moved = sync(store.read_record, "trip-7")
     assert moved is not None and f"revision {moved.revision} waits on no tool call" in result.reason
     assert tool_runs("book_flight") == 0
+    pause = Pause.objects.get(jti=last.claims.jti)
+    assert (pause.continuation, pause.continuation_reason) == (ContinuationState.REFUSED, result.reason)
     assert not continue_agent(agent, last, store=store).ran
 
 
@@ -221,11 +224,16 @@ def test_a_redelivered_answer_runs_the_approved_tool_once(turnstate_settings: di
     turnstate_settings["RESUME_HANDLER"] = f"{__name__}.continue_then_lose_the_ack"
     _, _, pauses = paused("trip-10")
     resume_pause(pauses["call-date"].token, "June")
-    resume_pause(pauses["call-book"].token, APPROVE)
+    last = resume_pause(pauses["call-book"].token, APPROVE)
     assert HANDLED == [(False, "group incomplete"), (True, None)]
-    assert Pause.objects.awaiting_handoff().count() == 1  # the lost acknowledgement
+    # The acknowledgement was lost, and the ledger knows the run continued: nothing awaits a hand-off.
+    book = Pause.objects.get(jti=pauses["call-book"].claims.jti)
+    assert book.handed_off_at is None and book.continuation == ContinuationState.CONTINUED
+    assert set(Pause.objects.values_list("continuation", flat=True)) == {ContinuationState.CONTINUED}
+    assert Pause.objects.awaiting_handoff().count() == 0
 
-    assert redeliver().delivered == 1
-    assert redeliver().delivered == 0
+    assert redeliver().delivered == 0  # turnstate_redeliver hands it no more,
+    assert redeliver(jti=last.claims.jti).listed == ()  # not even when named
+    continue_then_lose_the_ack(last)  # a queue that delivers the lost message again all the same
     assert HANDLED[2:] == [(False, "already continued")]
     assert tool_runs("book_flight") == 1

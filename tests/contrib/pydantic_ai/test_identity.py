@@ -14,6 +14,7 @@ from pydantic_ai.conversation import Conversation
 
 from tests.contrib.pydantic_ai.agents import first_run, tool_runs, travel_agent
 from tests.contrib.pydantic_ai.conversations import sync
+from turnstate_app.choices import ContinuationState
 from turnstate_app.contrib.pydantic_ai import (
     DjangoConversationStore,
     UnnamedAgentError,
@@ -22,8 +23,7 @@ from turnstate_app.contrib.pydantic_ai import (
     continue_agent,
     pause_deferred,
 )
-from turnstate_app.keys import CONTINUATION_KEY_PREFIX
-from turnstate_app.models import CheckpointMetadata, Pause
+from turnstate_app.models import Pause
 from turnstate_app.pauses import MintedPause, ResumedPause, aresume_pause, resume_pause
 
 pytestmark = pytest.mark.django_db
@@ -80,16 +80,15 @@ def test_the_wrong_agent_is_refused_before_the_claim_and_the_right_one_still_con
 
     assert refused.ran is False and refused.reason is not None
     assert "'travel'" in refused.reason and "'billing'" in refused.reason
-    assert not CheckpointMetadata.objects.filter(
-        key__startswith=CONTINUATION_KEY_PREFIX
-    ).exists()  # nothing spent
-    assert Pause.objects.filter(continuation_failure__isnull=False).count() == 0
+    states = set(Pause.objects.values_list("continuation", "continuation_reason"))
+    assert states == {(ContinuationState.QUEUED, None)}  # nothing spent: both answers still queued
     assert tool_runs("book_flight") == 0
 
     done = continue_agent(right, last, store=store)
 
     assert done.ran and done.output == "done. ask_date: May 3rd; book_flight: booked 2 to Lisbon"
     assert tool_runs("book_flight") == 1
+    assert set(Pause.objects.values_list("continuation", flat=True)) == {ContinuationState.CONTINUED}
 
 
 def test_an_unnamed_agent_cannot_continue_a_pause_that_recorded_a_name() -> None:
@@ -129,5 +128,7 @@ async def test_the_async_twins_record_and_check_the_agent_too() -> None:
     refused = await acontinue_agent(wrong, last, store=store)
 
     assert refused.ran is False and "'billing'" in str(refused.reason)
-    assert not await CheckpointMetadata.objects.filter(key__startswith=CONTINUATION_KEY_PREFIX).aexists()
+    states = {state async for state in Pause.objects.values_list("continuation", "continuation_reason")}
+    assert states == {(ContinuationState.QUEUED, None)}  # nothing spent
     assert (await acontinue_agent(right, last, store=store)).ran
+    assert await Pause.objects.filter(continuation=ContinuationState.CONTINUED).acount() == 2

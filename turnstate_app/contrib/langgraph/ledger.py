@@ -1,8 +1,8 @@
 """Which of a thread's interrupts the pause ledger already speaks for.
 
 An interrupt has a pause that still speaks for it while that pause is pending (and not
-past its age), or answered with its continuation not yet done: a continuation that
-returned (``continued_at``) or refused (``continuation_failure``) no longer does. Such
+past its age), or answered with its answer not yet used up: a continuation that
+returned (``continued``) or was refused (``refused``) no longer does. Such
 an interrupt is never minted again, which is what keeps a partial answer to parallel
 interrupts from asking the person the other question twice. Read on the primary: a
 lagging replica would hide a pause minted a moment ago.
@@ -20,6 +20,7 @@ from django.db import router
 from django.db.models import Q
 from django.utils import timezone
 
+from turnstate_app.after_answer import SPEAKING
 from turnstate_app.contrib.langgraph.interrupts import SCOPE_PREFIX
 from turnstate_app.managers import effective_status_q
 from turnstate_app.models import Pause, PauseStatus
@@ -31,7 +32,7 @@ def speaking_for(thread_id: str, interrupt_ids: Collection[str], *, now: datetim
     """The pauses of ``thread_id`` that speak for any of ``interrupt_ids`` (see the module)."""
     now = now or timezone.now()
     pending = effective_status_q(PauseStatus.PENDING, now)
-    answered = Q(status=PauseStatus.ANSWERED, continued_at__isnull=True, continuation_failure__isnull=True)
+    answered = Q(status=PauseStatus.ANSWERED, continuation__in=SPEAKING)
     return Q(thread_id=thread_id, interrupt_id__in=list(interrupt_ids)) & (pending | answered)
 
 

@@ -1,5 +1,6 @@
-"""Hand answered pauses whose hand-off never succeeded to RESUME_HANDLER again; list (and, when
-asked, release) continuations that were claimed and never returned."""
+"""Hand answered pauses whose hand-off never succeeded, or whose continuation failed before
+running anything, to RESUME_HANDLER again; list (and, when asked, release) continuations that
+were claimed and never returned."""
 
 from __future__ import annotations
 
@@ -30,7 +31,13 @@ def non_negative_seconds(text: str) -> int:
 
 
 class Command(TurnstateCommand):
-    help = cast(str, _("Call RESUME_HANDLER again for answered pauses it never accepted (at-least-once)."))
+    help = cast(
+        str,
+        _(
+            "Call RESUME_HANDLER again for answered pauses it never accepted, or whose continuation "
+            "failed before running anything (at-least-once). A refused continuation is never handed again."
+        ),
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -41,6 +48,19 @@ class Command(TurnstateCommand):
             help=gettext(
                 "Only pauses answered at least this long ago (default 60: leave in-flight hand-offs alone)."
             ),
+        )
+        parser.add_argument(
+            "--jti",
+            metavar="ID",
+            help=gettext(
+                "Only this pause, whatever its age; a continuation that crashed (the run raised) is "
+                "handed again only when named here. Write --jti=ID: a jti may start with '-'."
+            ),
+        )
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help=gettext("List the pauses that would be handed again; hand none."),
         )
         parser.add_argument(
             "--stalled",
@@ -54,27 +74,47 @@ class Command(TurnstateCommand):
             "--release",
             action="store_true",
             help=gettext(
-                "With --stalled: delete their claims (and clear handed_off_at), so the next "
+                "With --stalled: move them back to queued (and clear handed_off_at), so the next "
                 "redelivery continues them again. Only when their runs are known to be dead."
             ),
         )
 
-    def handle(self, *args: Any, older_than: int, stalled: bool, release: bool, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        older_than: int,
+        stalled: bool,
+        release: bool,
+        jti: str | None,
+        dry_run: bool,
+        **options: Any,
+    ) -> None:
         if release and not stalled:
             raise CommandError("--release releases stalled continuations: give it with --stalled")
         if stalled:
             self.stalled(release=release)
             return
+        if dry_run:
+            listed = redeliver(older_than=timedelta(seconds=older_than), jti=jti, dry_run=True).listed
+            for one in listed:
+                self.stdout.write(f"would hand again: pause {one}")
+            self.stdout.write(f"{len(listed)} pause(s) would be handed again")
+            return
         if conf.RESUME_HANDLER is None:
             raise CommandError("TURNSTATE['RESUME_HANDLER'] is not set: there is nothing to hand to")
-        result = redeliver(older_than=timedelta(seconds=older_than))
-        for jti, reason in result.unreadable:
-            self.stderr.write(f"pause {jti} not handed over, its records cannot be read: {reason}")
+        result = redeliver(older_than=timedelta(seconds=older_than), jti=jti)
+        if jti is not None and not result.listed:
+            raise CommandError(
+                f"pause {jti!r} is not one to hand again: unknown, not answered, continued, running, "
+                "or refused (a refused continuation is never handed again; ask the person anew)"
+            )
+        for one, reason in result.unreadable:
+            self.stderr.write(f"pause {one} not handed over, its records cannot be read: {reason}")
         self.stdout.write(summary(result))
         if result.not_handed_over:
             raise CommandError(
-                f"{result.not_handed_over} pause(s) not handed over; they stay in awaiting_handoff(). "
-                "See the lines above and the log."
+                f"{result.not_handed_over} pause(s) not handed over; they stay where turnstate_status "
+                "counts them. See the lines above and the log."
             )
 
     def stalled(self, *, release: bool) -> None:

@@ -56,7 +56,7 @@ class Command(TurnstateCommand):
             "max_stalled": gettext("continuations claimed longer than STALLED_AFTER ago, unfinished"),
             "max_unresumable": gettext("pending pauses whose run this store cannot continue"),
             "max_failed_groups": gettext("pause groups that will not continue by themselves"),
-            "max_failed_continuations": gettext("continuations that refused to run"),
+            "max_failed_continuations": gettext("continuations that failed, crashed or were refused"),
         }
         for dest, what in described.items():
             parser.add_argument(
