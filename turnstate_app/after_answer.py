@@ -241,13 +241,13 @@ class AfterAnswerQuerySet(models.QuerySet["Pause"]):
         """running (stalled at ``now``) -> queued, hand-off cleared, so ``turnstate_redeliver``
         hands them again; their jtis. Only when an operator asks: a run that is merely slow
         would run a second time."""
-        released = list(self.filter(stalled_q(now, after)).values_list("pk", "jti"))
-        moved = [
+        stalled = self.filter(stalled_q(now, after))
+        moved = [  # one UPDATE each, still conditional: one that returned meanwhile stays continued
             jti
-            for pk, jti in released
-            if self.model._default_manager.using(self.db)
-            .filter(stalled_q(now, after), pk=pk)
-            .update(continuation=State.QUEUED, continuation_since=now, handed_off_at=None)
+            for pk, jti in list(stalled.values_list("pk", "jti"))
+            if stalled.filter(pk=pk).update(
+                continuation=State.QUEUED, continuation_since=now, handed_off_at=None
+            )
         ]
         if moved:
             telemetry.record("turnstate.continuations.stalled", len(moved))

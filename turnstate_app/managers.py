@@ -209,11 +209,6 @@ def effective_status_sql(column: Quoting, now: Any) -> tuple[str, tuple[Any, ...
     )
 
 
-consumed_values = answered_values
-"""What consuming a pause sets: the state machine's
-(:func:`~turnstate_app.after_answer.answered_values`)."""
-
-
 class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
     """The ledger's filters and its state changes, so no caller hand-writes one; the life after
     the answer is :class:`~turnstate_app.after_answer.AfterAnswerQuerySet`'s."""
@@ -334,9 +329,10 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
     def consume(self, jti: str, *, now: datetime, trace: str | None = None) -> bool:
         """Pending and within its age becomes answered: True for the one caller whose UPDATE did it.
 
-        The resume runs the same UPDATE as text (:func:`pending_sql`, :func:`consumed_values`)."""
+        The resume runs the same UPDATE as text (:func:`pending_sql`,
+        :func:`~turnstate_app.after_answer.answered_values`)."""
         won = self.filter(effective_status_q(PauseStatus.PENDING, now), jti=jti).update(
-            **consumed_values(now, trace)
+            **answered_values(now, trace)
         )
         return won == 1
 

@@ -86,7 +86,8 @@ def redeliver(
         if resumed is None:
             gone += 1
             continue
-        Pause.objects.filter(same_run_q(pause)).requeue(now=timezone.now())
+        if pause.continuation != State.QUEUED:  # failed or crashed: queued again first
+            Pause.objects.filter(same_run_q(pause)).requeue(now=timezone.now())
         outcomes[hand_off(resumed)] += 1
     return Redelivery(
         delivered=outcomes[HandOff.DELIVERED],

@@ -28,10 +28,11 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field
 from django.db.models.signals import post_save, pre_save
 
+from turnstate_app.after_answer import answered_values
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.keys import answer_key, payload_key, turn_state_key
-from turnstate_app.managers import EFFECTIVE_STATUS, consumed_values, effective_status_sql, pending_sql
+from turnstate_app.managers import EFFECTIVE_STATUS, effective_status_sql, pending_sql
 from turnstate_app.ports.execution import insert_returning_pk, run_statement
 from turnstate_app.ports.limits import require_write
 from turnstate_app.ports.model import whole_transaction_writes, writes_as_defined
@@ -96,7 +97,7 @@ def _statements(alias: str) -> _Statements:
         for found in [tuple(connection.ops.get_db_converters(expression) + f.get_db_converters(connection))]
         if found
     )
-    assignments = ", ".join(f"{column(name)} = %s" for name in consumed_values(None))
+    assignments = ", ".join(f"{column(name)} = %s" for name in answered_values(None))
     consume_prefix = f"UPDATE {table} SET {assignments} WHERE {column('jti')} = %s AND "
     upsert, values = statements_for(alias).write, statements_for(alias).values
     assert upsert.count(values) == 1, upsert
@@ -250,7 +251,7 @@ def consume_statement(
     stamp = connection.ops.adapt_datetimefield_value(now)
     pending, pending_params = pending_sql(_quoting(connection, _models()[0]), stamp)
     sql = _statements(using).consume_prefix + pending
-    return sql, (*consumed_values(stamp, trace).values(), jti, *pending_params)
+    return sql, (*answered_values(stamp, trace).values(), jti, *pending_params)
 
 
 def _consume(connection: BaseDatabaseWrapper, using: str, jti: str, now: datetime, trace: str | None) -> bool:
