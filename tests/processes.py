@@ -247,7 +247,7 @@ def purge_pausing_after_the_decision(
 
     retention.still_shared = decided_then_wait
     try:
-        result = Pause.objects.purgeable(datetime.fromisoformat(cutoff_iso)).purge()
+        result = retention.purge_pauses(Pause.objects.purgeable(datetime.fromisoformat(cutoff_iso)))
         results.put(("purged", result.pauses))
     except Exception as exc:
         results.put(("error", f"{type(exc).__name__}: {exc}"))

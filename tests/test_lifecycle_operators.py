@@ -15,6 +15,7 @@ from tests.pause_helpers import age, mint, rows_of
 from tests.test_checks import ids
 from turnstate_app.models import Pause
 from turnstate_app.pauses import MintedPause, continue_once, resume_pause
+from turnstate_app.retention import purge_pauses
 
 
 @pytest.mark.parametrize("value", [0, -1, True, "600", float("inf"), float("nan"), None])
@@ -37,7 +38,7 @@ def old_group(name: str, size: int) -> list[MintedPause]:
 
 def purged() -> set[str]:
     before = set(Pause.objects.values_list("jti", flat=True))
-    Pause.objects.purgeable(cutoff()).purge()
+    purge_pauses(Pause.objects.purgeable(cutoff()))
     return before - set(Pause.objects.values_list("jti", flat=True))
 
 

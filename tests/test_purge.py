@@ -14,7 +14,7 @@ from tests.factories import UserFactory
 from tests.pause_helpers import age, answered, expire, legacy_request, mint, rows_of
 from turnstate_app.checkpoints import payload_key
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus
-from turnstate_app.retention import MAX_BATCH_SIZE, PurgeBatch, erase_thread
+from turnstate_app.retention import MAX_BATCH_SIZE, PurgeBatch, erase_thread, purge_pauses
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +34,7 @@ def test_old_settled_pauses_go_with_all_their_rows_and_everything_else_stays() -
     age(old_pending, 40)  # never marked expired: still pending to the ledger
     legacy_request(5)
 
-    result = Pause.objects.purgeable(cutoff()).purge()
+    result = purge_pauses(Pause.objects.purgeable(cutoff()))
 
     assert (result.pauses, result.rows, result.dry_run) == (2, 5, False)  # request+turn+answer, request+turn
     assert rows_of(old_answer) == rows_of(old_expired) == set()
@@ -52,7 +52,7 @@ def test_include_pending_also_takes_stale_pending_pauses_but_never_live_ones() -
     age(stale, 40)
     live = mint(2)
 
-    result = Pause.objects.purgeable(cutoff(), include_pending=True).purge()
+    result = purge_pauses(Pause.objects.purgeable(cutoff(), include_pending=True))
 
     assert result.pauses == 1
     assert rows_of(stale) == set()
@@ -68,10 +68,10 @@ def test_a_dry_run_counts_exactly_what_the_real_run_deletes_and_deletes_nothing(
     age(retry, 40)
     before = (Pause.objects.count(), CheckpointMetadata.objects.count())
 
-    counted = Pause.objects.purgeable(cutoff()).purge(batch_size=2, dry_run=True)
+    counted = purge_pauses(Pause.objects.purgeable(cutoff()), batch_size=2, dry_run=True)
 
     assert (Pause.objects.count(), CheckpointMetadata.objects.count()) == before
-    deleted = Pause.objects.purgeable(cutoff()).purge(batch_size=2)
+    deleted = purge_pauses(Pause.objects.purgeable(cutoff()), batch_size=2)
     assert (counted.pauses, counted.rows, counted.batches) == (deleted.pauses, deleted.rows, deleted.batches)
     assert counted.dry_run and not deleted.dry_run
     assert CheckpointMetadata.objects.count() == 0
@@ -83,11 +83,11 @@ def test_a_request_row_stays_while_a_kept_pause_shares_it() -> None:
     retry = mint(1)  # same thread, checkpoint and tool call: the same request row, still pending
     request_key = payload_key(retry.claims)
 
-    Pause.objects.purgeable(cutoff()).purge()
+    purge_pauses(Pause.objects.purgeable(cutoff()))
 
     assert rows_of(first) == {request_key, f"turn_state:{retry.claims.jti}"}
     Pause.objects.filter(jti=retry.claims.jti).update(status=PauseStatus.EXPIRED, expires_at=cutoff(40))
-    Pause.objects.purgeable(cutoff()).purge()
+    purge_pauses(Pause.objects.purgeable(cutoff()))
     assert rows_of(retry) == set()
 
 
@@ -97,7 +97,7 @@ def test_a_shared_request_row_goes_with_the_last_pause_even_across_batches() -> 
     age(first, 40)
     age(retry, 40)
 
-    result = Pause.objects.purgeable(cutoff()).purge(batch_size=1)
+    result = purge_pauses(Pause.objects.purgeable(cutoff()), batch_size=1)
 
     assert (result.batches, result.pauses, result.rows) == (2, 2, 5)
     assert rows_of(first) == set()
@@ -109,7 +109,7 @@ def test_batches_are_bounded_one_delete_per_table_per_batch() -> None:
     seen: list[PurgeBatch] = []
 
     with CaptureQueriesContext(connection) as queries:
-        result = Pause.objects.purgeable(cutoff()).purge(batch_size=2, progress=seen.append)
+        result = purge_pauses(Pause.objects.purgeable(cutoff()), batch_size=2, progress=seen.append)
 
     deletes = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("DELETE")]
     assert result.batches == 3
@@ -121,7 +121,7 @@ def test_batches_are_bounded_one_delete_per_table_per_batch() -> None:
 def test_a_batch_size_out_of_bounds_is_refused_before_anything_is_deleted(size: int) -> None:
     age(answered(1), 40)
     with pytest.raises(ValueError, match="batch_size"):
-        Pause.objects.purgeable(cutoff()).purge(batch_size=size)
+        purge_pauses(Pause.objects.purgeable(cutoff()), batch_size=size)
     assert Pause.objects.count() == 1
 
 

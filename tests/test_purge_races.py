@@ -18,6 +18,7 @@ from tests.pause_helpers import age, answered, mint
 from turnstate_app import retention
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import resume_pause
+from turnstate_app.retention import purge_pauses
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,7 +48,7 @@ def test_a_pause_minted_on_the_same_request_key_during_a_purge_keeps_its_request
             rows_of_after_a_concurrent_mint.racer = racer  # type: ignore[attr-defined]
 
     monkeypatch.setattr(retention, "rows_of", rows_of_after_a_concurrent_mint)
-    result = Pause.objects.purgeable(retention_cutoff()).purge()
+    result = purge_pauses(Pause.objects.purgeable(retention_cutoff()))
     rows_of_after_a_concurrent_mint.racer.join(timeout=30)  # type: ignore[attr-defined]
 
     assert result.pauses == 1

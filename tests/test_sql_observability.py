@@ -48,6 +48,7 @@ from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
 from turnstate_app.models import Pause
 from turnstate_app.pauses import continue_once, resume_pause
+from turnstate_app.retention import purge_pauses
 
 if TYPE_CHECKING:
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
@@ -83,7 +84,7 @@ def purge_one_batch() -> Run:
     """One purgeable pause: one batch, then the read that finds no more."""
     age(answered(), 40)
     cutoff = timezone.now() - timedelta(days=30)
-    return lambda: Pause.objects.purgeable(cutoff).purge()
+    return lambda: purge_pauses(Pause.objects.purgeable(cutoff))
 
 
 def saver_put() -> Run:

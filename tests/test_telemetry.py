@@ -37,6 +37,7 @@ from turnstate_app.errors import PauseAlreadyAnsweredError, PauseExpiredError, T
 from turnstate_app.expiry import expire_overdue
 from turnstate_app.models import Pause
 from turnstate_app.pauses import continue_once, resume_pause
+from turnstate_app.retention import purge_pauses
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -251,7 +252,7 @@ def test_expiry_counts_what_it_expired(recorded: Recorded) -> None:
 def test_each_retention_batch_is_a_span_with_its_counts(recorded: Recorded) -> None:
     for _ in range(3):
         age(answered(), 40)
-    Pause.objects.purgeable(timezone.now() - timedelta(days=30)).purge(batch_size=2)
+    purge_pauses(Pause.objects.purgeable(timezone.now() - timedelta(days=30)), batch_size=2)
     batches = recorded.named("turnstate.retention.batch")
     assert [span.attributes["turnstate.pauses"] for span in batches if span.attributes] == [2, 1]
 

@@ -2,7 +2,9 @@
 
 Views, admin, commands and the lifecycle call these; none of them writes a filter on a
 pause's status or age, or an UPDATE of the ledger, of its own. Models import this module,
-never the reverse: the models are looked up through the app registry when a query runs.
+never the reverse (the model classes are named here for type checkers only): a query that
+reads the other table asks its own model for it (``Pause.store_model()``,
+``CheckpointMetadata.ledger_model()``).
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from datetime import datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from django.apps import apps
 from django.db import models
-from django.db.models import Case, Exists, F, OuterRef, Q, Subquery, Value, When
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Concat
 from django.utils import timezone
 
@@ -22,7 +23,6 @@ from turnstate_app.after_answer import AfterAnswerQuerySet, answered_values, fai
 from turnstate_app.choices import ContinuationState, PauseStatus, RowKind
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.keys import TURN_STATE_KEY_PREFIX
-from turnstate_app.retention import DEFAULT_BATCH_SIZE, Progress, PurgeResult, purge_pauses
 
 if TYPE_CHECKING:  # the QuerySets' type arguments; models import this module at run time
     from turnstate_app.models import CheckpointMetadata, Pause, UnresumablePause  # noqa: F401
@@ -43,10 +43,6 @@ UNRESUMABLE_NO_TURN_STATE = (
 )
 
 
-def _model(name: str) -> Any:
-    return apps.get_model("turnstate_app", name)
-
-
 GROUP_STATE = "group_state"
 """The annotation :meth:`PauseQuerySet.with_group_state` adds."""
 
@@ -58,31 +54,47 @@ member still awaits its answer; ``complete``: every member is answered, not cont
 
 
 def group_ladder(now: datetime) -> list[tuple[str, Q]]:
-    """The group states but ``complete``, in the order that decides ties, each as a condition
-    on the group's members (asked through the group index): the first that holds is the state,
-    and a group none of them holds for is ``complete``."""
-
-    def members(condition: Q) -> Q:
-        return Q(Exists(_model("Pause").objects.filter(condition, group=OuterRef("group"))))
-
+    """The group states but ``complete``, in the order that decides ties, each with the condition
+    one member meets for it: the first state some member meets is the group's, and a group whose
+    members meet none of them is ``complete``."""
     return [
-        ("continued", members(Q(continuation=ContinuationState.CONTINUED))),
-        ("failed", members(failed_continuation_q() | effective_status_q(PauseStatus.EXPIRED, now))),
-        ("stalled", members(stalled_q(now))),
-        ("pending", members(effective_status_q(PauseStatus.PENDING, now))),
+        ("continued", Q(continuation=ContinuationState.CONTINUED)),
+        ("failed", failed_continuation_q() | effective_status_q(PauseStatus.EXPIRED, now)),
+        ("stalled", stalled_q(now)),
+        ("pending", effective_status_q(PauseStatus.PENDING, now)),
     ]
 
 
-def group_state_q(state: str, now: datetime) -> Q:
-    """Grouped pauses whose group is in ``state`` at ``now``."""
-    if state not in GROUP_STATES:
+def group_state_of(model: type[Pause], now: datetime) -> Subquery:
+    """The state of the outer row's group at ``now``: one aggregate over its members, read through
+    the group index (a group has a handful of members), never a scan of the ledger."""
+    ladder = group_ladder(now)
+    seen = {f"_{name}": Count("pk", filter=condition) for name, condition in ladder}
+    state = Case(
+        *(When(**{f"_{name}__gt": 0}, then=Value(name)) for name, _ in ladder),
+        default=Value("complete"),
+        output_field=models.CharField(),
+    )
+    members = (
+        model.objects.filter(group=OuterRef("group"))
+        .order_by()
+        .values("group")
+        .annotate(**seen)
+        .annotate(state=state)
+        .values("state")
+    )
+    return Subquery(members, output_field=models.CharField())
+
+
+def group_sign_q(state: str, now: datetime) -> Q:
+    """A condition at least one member of every group in ``state`` meets on its own row, each served
+    by an index: a group in a state is found through these members, so a list or a figure of one
+    state reads about the rows it shows, not every grouped pause ever kept."""
+    signs = dict(group_ladder(now))
+    signs["complete"] = Q(continuation__in=(ContinuationState.QUEUED, ContinuationState.RUNNING))
+    if state not in signs:
         raise ValueError(f"unknown group state {state!r}")
-    condition = Q(group__isnull=False)
-    for name, clause in group_ladder(now):
-        if name == state:
-            return condition & clause
-        condition &= ~clause
-    return condition  # complete: none of the above
+    return Q(group__isnull=False) & signs[state]
 
 
 class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
@@ -110,12 +122,13 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
         the store's own indexes.
         """
         now = timezone.now() if now is None else now
-        owners = _model("Pause").objects.filter(
+        ledger = self.model.ledger_model()
+        owners = ledger.objects.filter(
             thread_id=OuterRef("thread_id"),
             checkpoint_id=OuterRef("checkpoint_id"),
             request_key=OuterRef("key"),
         )
-        stranded = owners.filter(stranded_q(now)).order_by("-created_at", "-pk")
+        stranded = owners.filter(stranded_q(now, ledger.store_model())).order_by("-created_at", "-pk")
         return (
             self.requests()
             .annotate(
@@ -135,11 +148,11 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
         )
 
 
-def stranded_q(now: datetime) -> Q:
+def stranded_q(now: datetime, store: type[CheckpointMetadata]) -> Q:
     """Pauses still answerable at ``now`` whose run this store cannot continue: the turn-state
     row is absent (the record failed at mint, or the row went later), or the ledger row says why
     (``unresumable_reason``). Found through the status index, each probing the store's unique index."""
-    turn_states = _model("CheckpointMetadata").objects.filter(
+    turn_states = store.objects.filter(
         thread_id=OuterRef("thread_id"),
         checkpoint_id=OuterRef("checkpoint_id"),
         key=Concat(Value(TURN_STATE_KEY_PREFIX), OuterRef("jti")),
@@ -149,7 +162,7 @@ def stranded_q(now: datetime) -> Q:
     )
 
 
-def unfinished_group_q() -> Q:
+def unfinished_group_q(ledger: type[Pause]) -> Q:
     """Members of a group that is not done: a member still pending, or the run not continued.
 
     Retention keeps such a group whole: its continuation needs every member's answer and the
@@ -158,7 +171,7 @@ def unfinished_group_q() -> Q:
     """
 
     def members(condition: Q) -> Exists:
-        return Exists(_model("Pause").objects.filter(condition, group=OuterRef("group")))
+        return Exists(ledger.objects.filter(condition, group=OuterRef("group")))
 
     return Q(group__isnull=False) & (
         Q(members(Q(status=PauseStatus.PENDING))) | ~Q(members(Q(continuation=ContinuationState.CONTINUED)))
@@ -183,30 +196,6 @@ def effective_status_q(status: str, now: datetime) -> Q:
     if status == PauseStatus.ANSWERED:
         return Q(status=PauseStatus.ANSWERED)
     raise ValueError(f"unknown pause status {status!r}")
-
-
-Quoting = Any
-"""A callable giving a field's quoted column (``Callable[[str], str]``)."""
-
-
-def pending_sql(column: Quoting, now: Any) -> tuple[str, tuple[Any, ...]]:
-    """``effective_status_q(PENDING, now)`` as a SQL condition and its parameters, for the
-    statements the ledger runs as text (``column`` quotes a field's column; ``now`` adapted
-    by the caller's connection). Kept beside its ``Q``; a test holds the two equal row for row."""
-    return (
-        f"{column('status')} = %s AND {column('expires_at')} > %s",
-        (PauseStatus.PENDING.value, now),
-    )
-
-
-def effective_status_sql(column: Quoting, now: Any) -> tuple[str, tuple[Any, ...]]:
-    """:meth:`PauseQuerySet.with_effective_status`'s annotation as a SQL expression and its parameters
-    (as :func:`pending_sql`; a test holds the two equal row for row)."""
-    return (
-        f"CASE WHEN {column('status')} = %s AND {column('expires_at')} <= %s THEN %s "
-        f"ELSE {column('status')} END",
-        (PauseStatus.PENDING.value, now, PauseStatus.EXPIRED.value),
-    )
 
 
 class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
@@ -257,7 +246,7 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
 
     def stranded(self, now: datetime) -> PauseQuerySet:
         """Answerable at ``now``, but their run cannot be continued from here (:func:`stranded_q`)."""
-        return self.filter(stranded_q(now))
+        return self.filter(stranded_q(now, self.model.store_model()))
 
     # -- who and where -------------------------------------------------------------
 
@@ -278,21 +267,37 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
 
     def in_group_state(self, state: str, now: datetime) -> PauseQuerySet:
         """Grouped pauses whose group is in ``state`` (one of :data:`GROUP_STATES`) at ``now``."""
-        return self.filter(group_state_q(state, now))
+        return self.filter(group__in=self.model.objects.using(self.db).groups_in_state(state, now))
+
+    def groups_in_state(self, state: str, now: datetime) -> models.QuerySet[Pause, Any]:
+        """The ``group`` of each group in ``state`` at ``now``, once each: found through the members
+        that show it (:func:`group_sign_q`), less the groups a state earlier in the ladder holds for
+        (one probe of the group index each)."""
+        sign = group_sign_q(state, now)  # refuses an unknown state
+        ladder = group_ladder(now)
+        names = [name for name, _ in ladder]
+        earlier = ladder[: names.index(state)] if state in names else ladder
+        rows = self.filter(sign)
+        for _, condition in earlier:
+            rows = rows.exclude(Exists(self.model.objects.filter(condition, group=OuterRef("group"))))
+        return rows.order_by().values("group").distinct()
+
+    def failed_groups(self, now: datetime) -> models.QuerySet[Pause, Any]:
+        """The groups that will never continue by themselves (``turnstate_status``'s figure)."""
+        return self.groups_in_state("failed", now)
 
     def in_failed_group(self, now: datetime) -> PauseQuerySet:
         """Members of groups that will never continue by themselves: listed for operators."""
         return self.in_group_state("failed", now)
 
     def with_group_state(self, now: datetime) -> PauseQuerySet:
-        """Annotate ``group_state`` (None for a pause without a group); subqueries, no extra query."""
-        whens = [When(clause, then=Value(name)) for name, clause in group_ladder(now)]
+        """Annotate ``group_state`` (None for a pause without a group): one subquery through the
+        group index per row, no extra query."""
         return self.annotate(
             **{
                 GROUP_STATE: Case(
                     When(group__isnull=True, then=Value(None)),
-                    *whens,
-                    default=Value("complete"),
+                    default=group_state_of(self.model, now),
                     output_field=models.CharField(),
                 )
             }
@@ -312,29 +317,20 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
     def purgeable(self, cutoff: datetime, *, include_pending: bool = False) -> PauseQuerySet:
         """What retention removes: settled pauses (any, with ``include_pending``) quiet since ``cutoff``."""
         old = self.last_event_before(cutoff)
-        return old if include_pending else old.settled().exclude(unfinished_group_q())
-
-    def purge(
-        self,
-        *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        dry_run: bool = False,
-        progress: Progress | None = None,
-    ) -> PurgeResult:
-        """Delete these pauses and their rows in bounded batches (see :mod:`turnstate_app.retention`)."""
-        return purge_pauses(self, batch_size=batch_size, dry_run=dry_run, progress=progress)
+        return old if include_pending else old.settled().exclude(unfinished_group_q(self.model))
 
     # -- the state changes: each one conditional UPDATE --------------------------------
+
+    def consumable(self, jti: str, *, now: datetime) -> PauseQuerySet:
+        """The pause ``jti`` while it can still be answered at ``now``: what an answer consumes."""
+        return self.filter(effective_status_q(PauseStatus.PENDING, now), jti=jti)
 
     def consume(self, jti: str, *, now: datetime, trace: str | None = None) -> bool:
         """Pending and within its age becomes answered: True for the one caller whose UPDATE did it.
 
-        The resume runs the same UPDATE as text (:func:`pending_sql`,
-        :func:`~turnstate_app.after_answer.answered_values`)."""
-        won = self.filter(effective_status_q(PauseStatus.PENDING, now), jti=jti).update(
-            **answered_values(now, trace)
-        )
-        return won == 1
+        On PostgreSQL the resume runs this UPDATE, compiled from :meth:`consumable`, inside the
+        statement that also stores the answer (:mod:`turnstate_app.ports.ledger`)."""
+        return self.consumable(jti, now=now).update(**answered_values(now, trace)) == 1
 
     def expire(self, *, now: datetime, jti: str | None = None) -> int:
         """Pending past its age becomes expired (these pauses, or only ``jti``); how many did."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Case, Value, When
+from django.db.models import Case, Q, Value, When
 from django.db.models.functions import Left
 from django.db.models.lookups import Exact
 from django.utils.translation import gettext_lazy as _
@@ -124,6 +124,11 @@ class CheckpointMetadata(models.Model):
 
     def __str__(self) -> str:
         return f"{self.thread_id} / {self.checkpoint_id} / {self.key}"
+
+    @classmethod
+    def ledger_model(cls) -> type[Pause]:
+        """The ledger, for this table's queries that read it (the unresumable requests)."""
+        return Pause
 
     def plain_value(self) -> str:
         """The value as written, decrypted when stored encrypted.
@@ -272,6 +277,17 @@ class Pause(models.Model):
         verbose_name_plural = _("pauses")
         indexes = [
             models.Index(fields=["status", "created_at"], name="turnstate_pause_status_idx"),
+            # Pending and answerable (or past their age): the pending figure, the oldest pending
+            # one and the unresumable ones read this range, not every pending row ever kept.
+            models.Index(fields=["status", "expires_at"], name="turnstate_pause_expiry_idx"),
+            # Grouped members not answered: where a pending group, and one failed by a member's
+            # expiry, show, without reading the pauses of no group nor the answered members
+            # (PostgreSQL and SQLite; MySQL has no partial index).
+            models.Index(
+                fields=["status", "expires_at"],
+                condition=Q(group__isnull=False, status__in=[PauseStatus.PENDING, PauseStatus.EXPIRED]),
+                name="turnstate_pause_group_due_idx",
+            ),
             # What operators count (turnstate_status): answers still to hand off or to continue,
             # found among the answered pauses without reading the ones long done.
             models.Index(fields=["continuation", "handed_off_at"], name="turnstate_pause_handoff_idx"),
@@ -287,6 +303,11 @@ class Pause(models.Model):
 
     def __str__(self) -> str:
         return f"pause {self.jti} ({self.status})"
+
+    @classmethod
+    def store_model(cls) -> type[CheckpointMetadata]:
+        """The store, for the ledger's queries that read it (a pause's turn state)."""
+        return CheckpointMetadata
 
     @property
     def claims(self) -> PauseClaims:

@@ -10,30 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.apps import apps
 from django.db import transaction
 from django.db.models import F, Model, QuerySet
 from django.db.models.lookups import In
 
 from turnstate_app import telemetry
 from turnstate_app.keys import per_mint_keys
+from turnstate_app.models import CheckpointMetadata, Pause, PauseQuerySet
 from turnstate_app.signals import pauses_purged, thread_erased
-
-if TYPE_CHECKING:
-    from turnstate_app.managers import PauseQuerySet
-    from turnstate_app.models import CheckpointMetadata, Pause
-
-
-def _ledger() -> type[Pause]:
-    """The ledger model, from the app registry: the models' QuerySets call into this module."""
-    return apps.get_model("turnstate_app", "Pause")
-
-
-def _store() -> type[CheckpointMetadata]:
-    return apps.get_model("turnstate_app", "CheckpointMetadata")
-
 
 DEFAULT_BATCH_SIZE = 1000
 MAX_BATCH_SIZE = 5000
@@ -135,12 +121,14 @@ def purge_pauses(
                 tally.add(len(batch), len(rows))
                 continue
             with telemetry.span("turnstate.retention.batch") as current:
-                deleted_rows, _ = _store().objects.using(using).filter(InArray(F("pk"), rows)).delete()
+                deleted_rows, _ = (
+                    CheckpointMetadata.objects.using(using).filter(InArray(F("pk"), rows)).delete()
+                )
                 ids = [pk for pk, *_ in batch]
-                deleted_pauses, _ = _ledger().objects.using(using).filter(InArray(F("pk"), ids)).delete()
+                deleted_pauses, _ = Pause.objects.using(using).filter(InArray(F("pk"), ids)).delete()
                 telemetry.outcome(current, "deleted", rows=deleted_rows, pauses=deleted_pauses)
             threads = sorted({thread for _, _, thread, *_ in batch})
-            pauses_purged.send(sender=_ledger(), thread_ids=threads, using=using)
+            pauses_purged.send(sender=Pause, thread_ids=threads, using=using)
             tally.add(deleted_pauses, deleted_rows)
     return tally.result(dry_run)
 
@@ -152,7 +140,7 @@ def still_shared(scope: QuerySet[Pause], batch: Batch, *, dry_run: bool) -> set[
     sharers = [
         (pk, (thread, checkpoint, key))
         for pk, thread, checkpoint, key in narrowed(
-            _ledger().objects.using(scope.db),
+            Pause.objects.using(scope.db),
             requests,
             "request_key",
             ("pk", "thread_id", "checkpoint_id", "request_key"),
@@ -178,7 +166,7 @@ def rows_of(using: str, batch: Batch, *, lock: bool) -> list[tuple[Any, Place]]:
     for _, jti, thread, checkpoint, request_key in batch:
         wanted.update((thread, checkpoint, key) for key in per_mint_keys(jti))
         wanted.add((thread, checkpoint, request_key))
-    rows = _store().objects.using(using)
+    rows = CheckpointMetadata.objects.using(using)
     if lock:
         rows = rows.select_for_update()
     fields = ("pk", "thread_id", "checkpoint_id", "key")
@@ -256,20 +244,20 @@ def erase_thread(
     require_batch_size(batch_size)
     tally = Tally(progress)
     delete_in_batches(
-        _ledger().objects.for_thread(thread_id),
+        Pause.objects.for_thread(thread_id),
         batch_size=batch_size,
         dry_run=dry_run,
         on_batch=lambda n: tally.add(n, 0),
     )
     delete_in_batches(
-        _store().objects.for_thread(thread_id),
+        CheckpointMetadata.objects.for_thread(thread_id),
         batch_size=batch_size,
         dry_run=dry_run,
         on_batch=lambda n: tally.add(0, n),
     )
     if not dry_run:
         thread_erased.send(
-            sender=_ledger(), thread_id=thread_id, using=write_db(_ledger().objects.for_thread(thread_id))
+            sender=Pause, thread_id=thread_id, using=write_db(Pause.objects.for_thread(thread_id))
         )
     return tally.result(dry_run)
 
@@ -279,4 +267,4 @@ def erase_owned_pauses(sender: type[Model], instance: Model, using: str, **kwarg
 
     ``Pause.owner`` cascades too, but a cascade knows nothing of the store's rows.
     """
-    purge_pauses(_ledger().objects.using(using).filter(owner_id=instance.pk), batch_size=MAX_BATCH_SIZE)
+    purge_pauses(Pause.objects.using(using).filter(owner_id=instance.pk), batch_size=MAX_BATCH_SIZE)

@@ -93,9 +93,7 @@ def lifecycle_status(
         "running": bounded_count(ledger.running(now), limit),
         "stalled": bounded_count(ledger.stalled(now), limit),
         "unresumable": bounded_count(ledger.stranded(now), limit),
-        "failed_groups": bounded_count(
-            ledger.in_failed_group(now).order_by().values("group").distinct(), limit
-        ),
+        "failed_groups": bounded_count(ledger.failed_groups(now), limit),
         "failed_continuations": bounded_count(ledger.continuation_failed(), limit),
     }
     return LifecycleStatus(

@@ -36,13 +36,13 @@ from turnstate_app.keys import payload_key
 from turnstate_app.managers import new_pause
 from turnstate_app.models import Pause
 from turnstate_app.pauses.answers import check_schema
-from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.earned import ResumableCheck, earned
 from turnstate_app.pauses.groups import check_group
 from turnstate_app.pauses.shown import digest_at_mint
 from turnstate_app.pauses.signals import pause_minted
 from turnstate_app.pauses.tokens import sign_claims
 from turnstate_app.ports import ModelCheckpointCommandPort, get_default_store
+from turnstate_app.ports.conflicts import is_serialization_failure
 from turnstate_app.ports.ledger import insert_pause
 from turnstate_app.ports.limits import require_id
 from turnstate_app.ports.model import whole_transaction_writes

@@ -38,12 +38,12 @@ from turnstate_app.errors import (
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseStatus
 from turnstate_app.pauses.answers import validate_answer
-from turnstate_app.pauses.conflicts import is_serialization_failure
 from turnstate_app.pauses.handoff import ResumedPause, after_answer
 from turnstate_app.pauses.mint import shared_alias, to_json
 from turnstate_app.pauses.tokens import read_token
 from turnstate_app.ports import get_default_store
 from turnstate_app.ports import ledger as ledger_rows
+from turnstate_app.ports.conflicts import is_serialization_failure
 from turnstate_app.ports.limits import require_value
 from turnstate_app.ports.model import reading_primary
 from turnstate_app.turnstate import (

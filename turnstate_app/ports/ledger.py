@@ -2,21 +2,16 @@
 
 A mint inserts its ledger row in one statement (:func:`insert_pause`). A resume reads the
 pause with its turn state in one query, then consumes it and stores the answer in one
-transaction. These statements are hot and small, so they are SQL text built once per
-database alias from the models' ``_meta`` (an added column is picked up without touching
-this module) and run on Django's cursor. Their conditions are not
-written here: "pending" and the effective status are :func:`~turnstate_app.managers.pending_sql`
-and :func:`~turnstate_app.managers.effective_status_sql`, kept beside the ``Q`` of
-:class:`~turnstate_app.managers.PauseQuerySet` they restate (a test holds them equal row
-for row). On PostgreSQL, when the answer goes to the model port in the ledger's own
-database, consuming and answering are one statement: the port's own upsert of the answer
-inside a data-modifying ``WITH`` around the consuming UPDATE, so the answer is written
-exactly when this caller won the pause.
+transaction. Every condition is the ORM's, from :class:`~turnstate_app.managers.PauseQuerySet`;
+nothing here restates one as text. On PostgreSQL, when the answer goes to the model port in the
+ledger's own database, consuming and answering are one statement: the port's own upsert of the
+answer inside a data-modifying ``WITH`` around the consuming UPDATE, which is compiled from the
+queryset that :meth:`~turnstate_app.managers.PauseQuerySet.consume` runs, so the answer is
+written exactly when this caller won the pause.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,15 +20,14 @@ from typing import Any
 
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Field
+from django.db.models import Exists, Subquery
 from django.db.models.signals import post_save, pre_save
 
 from turnstate_app.after_answer import answered_values
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.keys import answer_key, payload_key, turn_state_key
-from turnstate_app.managers import EFFECTIVE_STATUS, effective_status_sql, pending_sql
-from turnstate_app.ports.execution import insert_returning_pk, run_statement
+from turnstate_app.ports.execution import insert_returning_pk, run_statement, update_statement
 from turnstate_app.ports.limits import require_write
 from turnstate_app.ports.model import whole_transaction_writes, writes_as_defined
 from turnstate_app.ports.sealing import read_value, stored_value
@@ -47,63 +41,14 @@ def _models() -> tuple[Any, Any]:
     return Pause, CheckpointMetadata
 
 
-def _quoting(connection: BaseDatabaseWrapper, model: Any) -> Callable[[str], str]:
-    """A field's column, quoted by ``connection``."""
-    meta = model._meta
-
-    def column(name: str) -> str:
-        field = meta.get_field(name)
-        assert isinstance(field, Field) and field.column
-        return connection.ops.quote_name(field.column)
-
-    return column
-
-
-@dataclass(frozen=True)
-class _Statements:
-    read_prefix: str  # the row's columns; the effective status follows
-    read_suffix: str  # the turn state's value, whether the request is recorded, the row
-    read_fields: tuple[Any, ...]
-    read_converters: tuple[tuple[int, Any, tuple[Callable[..., Any], ...]], ...]
-    consume_prefix: str  # UPDATE … SET … WHERE jti = %s AND; the pending condition follows
-    answer_upsert: str  # the port's upsert with its VALUES as a SELECT … FROM won
-
-
 @cache
-def _statements(alias: str) -> _Statements:
-    pause_model, rows_model = _models()
-    connection = connections[alias]
-    quote = connection.ops.quote_name
-    meta = pause_model._meta
-    table = quote(meta.db_table)
-    column = _quoting(connection, pause_model)
-    row_column = _quoting(connection, rows_model)
-    rows_table = quote(rows_model._meta.db_table)
-
-    read_fields = tuple(meta.concrete_fields)
-    at = " AND ".join(f"{row_column(name)} = %s" for name in ("thread_id", "checkpoint_id", "key"))
-    read_prefix = f"SELECT {', '.join(f'{table}.{quote(f.column)}' for f in read_fields)}, "
-    read_suffix = (
-        f", (SELECT {row_column('value')} FROM {rows_table} WHERE {at}), "
-        f"(SELECT {row_column('encryption_key_id')} FROM {rows_table} WHERE {at}), "
-        f"(SELECT 1 FROM {rows_table} WHERE {at}) "
-        f"FROM {table} WHERE {table}.{column('jti')} = %s"
-    )
-    # Only the columns that have converters (the rest are taken as the driver gives them).
-    converters = tuple(
-        (i, expression, found)
-        for i, f in enumerate(read_fields)
-        for expression in [f.get_col(meta.db_table)]
-        for found in [tuple(connection.ops.get_db_converters(expression) + f.get_db_converters(connection))]
-        if found
-    )
-    assignments = ", ".join(f"{column(name)} = %s" for name in answered_values(None))
-    consume_prefix = f"UPDATE {table} SET {assignments} WHERE {column('jti')} = %s AND "
+def _answer_upsert(alias: str) -> str:
+    """The model port's upsert of one row with its VALUES taken from ``won``: written only if the
+    consuming UPDATE in the same statement matched."""
     upsert, values = statements_for(alias).write, statements_for(alias).values
     assert upsert.count(values) == 1, upsert
     selected = values.removeprefix("VALUES (").removesuffix(")")
-    answer_upsert = upsert.replace(values, f"SELECT {selected} FROM won")
-    return _Statements(read_prefix, read_suffix, read_fields, converters, consume_prefix, answer_upsert)
+    return upsert.replace(values, f"SELECT {selected} FROM won")
 
 
 @dataclass(frozen=True)
@@ -177,36 +122,27 @@ class LedgerRead:
 def read_pause(*, using: str, claims: PauseClaims, now: datetime) -> LedgerRead:
     """The ledger row of ``claims.jti`` (with its effective status at ``now``), its turn state's
     stored text and whether its request is recorded: one query, each row through its unique index."""
-    connection = connections[using]
-    statements = _statements(using)
-    status, status_params = effective_status_sql(
-        _quoting(connection, _models()[0]), connection.ops.adapt_datetimefield_value(now)
+    pause_model, rows_model = _models()
+    place = rows_model.objects.using(using).filter(
+        thread_id=claims.thread_id, checkpoint_id=claims.checkpoint_id
     )
-    place = (claims.thread_id, claims.checkpoint_id)
-    params = (
-        *status_params,
-        *place,
-        turn_state_key(claims),
-        *place,
-        turn_state_key(claims),
-        *place,
-        payload_key(claims),
-        claims.jti,
+    turn_state = place.filter(key=turn_state_key(claims))
+    found = list(
+        pause_model.objects.using(using)
+        .filter(jti=claims.jti)
+        .with_effective_status(now)
+        .annotate(
+            turn_state_stored=Subquery(turn_state.values("value")[:1]),
+            turn_state_key_id=Subquery(turn_state.values("encryption_key_id")[:1]),
+            request_recorded=Exists(place.filter(key=payload_key(claims))),
+        )[:1]
     )
-    sql = statements.read_prefix + status + statements.read_suffix
-    _, row = run_statement(connection, sql, params)
-    if row is None:
+    if not found:
         return LedgerRead(None, None, None, False)
-    width = len(statements.read_fields)
-    values = list(row[:width])
-    for i, expression, converters in statements.read_converters:
-        for convert in converters:
-            values[i] = convert(values[i], expression, connection)
-    pause = _models()[0].from_db(using, [f.attname for f in statements.read_fields], values)
-    setattr(pause, EFFECTIVE_STATUS, row[width])
-    turn_state = row[width + 1]
+    pause = found[0]
+    stored = pause.turn_state_stored
     return LedgerRead(
-        pause, None if turn_state is None else str(turn_state), row[width + 2], row[width + 3] is not None
+        pause, None if stored is None else str(stored), pause.turn_state_key_id, pause.request_recorded
     )
 
 
@@ -230,7 +166,7 @@ def consume_and_answer(
         with transaction.atomic(using=using) if connection.in_atomic_block else nullcontext():
             return _consume_answering(connection, using, claims, answer_value, now, trace)
     with transaction.atomic(using=using):
-        if not _consume(connection, using, claims.jti, now, trace):
+        if not _consume(using, claims.jti, now, trace):
             return False
         # In this very transaction, rolled back whole if the write fails: no savepoint of the port's.
         with whole_transaction_writes() if same_database else nullcontext():
@@ -244,19 +180,8 @@ def _answers_in_ledger_db(store: TurnCheckpointStore, using: str) -> bool:
     return writes_as_defined(commands) and commands.write_alias() == using
 
 
-def consume_statement(
-    connection: BaseDatabaseWrapper, using: str, jti: str, now: datetime, trace: str | None = None
-) -> tuple[str, tuple[Any, ...]]:
-    """``PauseQuerySet.consume``'s UPDATE as SQL text and its parameters."""
-    stamp = connection.ops.adapt_datetimefield_value(now)
-    pending, pending_params = pending_sql(_quoting(connection, _models()[0]), stamp)
-    sql = _statements(using).consume_prefix + pending
-    return sql, (*answered_values(stamp, trace).values(), jti, *pending_params)
-
-
-def _consume(connection: BaseDatabaseWrapper, using: str, jti: str, now: datetime, trace: str | None) -> bool:
-    sql, params = consume_statement(connection, using, jti, now, trace)
-    return run_statement(connection, sql, params, first_row=False)[0] == 1
+def _consume(using: str, jti: str, now: datetime, trace: str | None) -> bool:
+    return bool(_models()[0].objects.using(using).consume(jti, now=now, trace=trace))
 
 
 def _consume_answering(
@@ -281,10 +206,11 @@ def _consume_answering(
         vendor=connection.vendor,
         max_bytes=conf.MAX_VALUE_BYTES,
     )
-    consume, consume_params = consume_statement(connection, using, claims.jti, now, trace)
+    consuming = _models()[0].objects.using(using).consumable(claims.jti, now=now)
+    consume, consume_params = update_statement(consuming, answered_values(now, trace))
     stamp = connection.ops.adapt_datetimefield_value(now)
     stored, key_id = stored_value(claims.thread_id, key, answer_value)
     row = (claims.thread_id, claims.checkpoint_id, key, stored, key_id, claims.run_id, stamp, stamp)
-    sql = f"WITH won AS ({consume} RETURNING 1) {_statements(using).answer_upsert}"
+    sql = f"WITH won AS ({consume} RETURNING 1) {_answer_upsert(using)}"
     rowcount, _ = run_statement(connection, sql, (*consume_params, *row), first_row=False)
     return rowcount == 1

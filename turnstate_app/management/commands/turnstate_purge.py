@@ -19,6 +19,7 @@ from turnstate_app.retention import (
     PurgeBatch,
     PurgeResult,
     erase_thread,
+    purge_pauses,
 )
 
 
@@ -110,8 +111,11 @@ class Command(TurnstateCommand):
             cutoff = timezone.now() - timedelta(days=older_than)
             if verbosity >= 2:
                 self.stdout.write(f"purging pauses whose last event is before {cutoff.isoformat()}")
-            result = Pause.objects.purgeable(cutoff, include_pending=include_pending).purge(
-                batch_size=batch_size, dry_run=dry_run, progress=progress
+            result = purge_pauses(
+                Pause.objects.purgeable(cutoff, include_pending=include_pending),
+                batch_size=batch_size,
+                dry_run=dry_run,
+                progress=progress,
             )
         if verbosity >= 1:
             self.stdout.write(self.summary(result, verb))

@@ -1,4 +1,7 @@
-"""Telling a transaction the database refused for a concurrent one from any other failure."""
+"""Telling a transaction the database refused for a concurrent one from any other failure.
+
+The databases' own error codes live here, beside the other statements the ports run, so the
+lifecycle asks a question ("was this a conflict?") and never reads a vendor's code."""
 
 from __future__ import annotations
 
