@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from tests.factories import UserFactory
+from tests.factories import PauseFactory, UserFactory
 from tests.pause_helpers import age, answered, expire, legacy_request, mint, rows_of
 from turnstate_app.checkpoints import payload_key
 from turnstate_app.models import CheckpointMetadata, Pause, PauseStatus
@@ -163,3 +163,13 @@ def test_deleting_users_in_bulk_erases_them_all() -> None:
 
     assert not Pause.objects.exists()
     assert not CheckpointMetadata.objects.exists()
+
+
+def test_the_deprecated_queryset_purge_still_purges_and_says_what_to_call() -> None:
+    kept = PauseFactory.create(status=PauseStatus.PENDING)
+    gone = PauseFactory.create(status=PauseStatus.EXPIRED, expires_at=cutoff() - timedelta(days=1))
+    with pytest.warns(DeprecationWarning, match="purge_pauses"):
+        result = Pause.objects.purgeable(cutoff()).purge(batch_size=10)
+    assert result.pauses == 1
+    assert set(Pause.objects.values_list("pk", flat=True)) == {kept.pk}
+    assert not Pause.objects.filter(pk=gone.pk).exists()

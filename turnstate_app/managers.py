@@ -9,6 +9,7 @@ reads the other table asks its own model for it (``Pause.store_model()``,
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from datetime import datetime
 from functools import cache
@@ -318,6 +319,20 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
         """What retention removes: settled pauses (any, with ``include_pending``) quiet since ``cutoff``."""
         old = self.last_event_before(cutoff)
         return old if include_pending else old.settled().exclude(unfinished_group_q(self.model))
+
+    def purge(self, **options: Any) -> Any:
+        """Deprecated: ``turnstate_app.retention.purge_pauses(queryset, ...)``, which this calls.
+
+        Kept one minor release for code that called it; the queries do not depend on retention."""
+        warnings.warn(
+            "Pause.objects.purgeable(...).purge() is deprecated; call "
+            "turnstate_app.retention.purge_pauses(Pause.objects.purgeable(...), ...) instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from turnstate_app.retention import purge_pauses  # the deprecated way only: retention is above
+
+        return purge_pauses(self, **options)
 
     # -- the state changes: each one conditional UPDATE --------------------------------
 

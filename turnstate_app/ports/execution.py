@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import QuerySet
-from django.db.models.sql import UpdateQuery
 
 
 def run_statement(
@@ -56,14 +54,3 @@ def fetch_all(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) 
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return list(cursor.fetchall())
-
-
-def update_statement(queryset: QuerySet[Any], values: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
-    """``queryset.update(**values)`` compiled, not run: its SQL and parameters, as the ORM would
-    execute them, for a statement that wraps it (PostgreSQL's data-modifying ``WITH``). The
-    condition stays the queryset's own."""
-    query = queryset.query.chain(UpdateQuery)
-    assert isinstance(query, UpdateQuery)
-    query.add_update_values(values)
-    sql, params = query.get_compiler(queryset.db).as_sql()
-    return sql, tuple(params)

@@ -27,7 +27,15 @@ from turnstate_app.after_answer import answered_values
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.keys import answer_key, payload_key, turn_state_key
-from turnstate_app.ports.execution import insert_returning_pk, run_statement, update_statement
+from turnstate_app.ports.compiled import (
+    MARKED_TIME,
+    Compiled,
+    CompiledRow,
+    compiled_select,
+    compiled_update,
+    marker,
+)
+from turnstate_app.ports.execution import insert_returning_pk, run_statement
 from turnstate_app.ports.limits import require_write
 from turnstate_app.ports.model import whole_transaction_writes, writes_as_defined
 from turnstate_app.ports.sealing import read_value, stored_value
@@ -119,30 +127,49 @@ class LedgerRead:
         return read_value(thread_id, self.turn_state, self.turn_state_key_id)
 
 
-def read_pause(*, using: str, claims: PauseClaims, now: datetime) -> LedgerRead:
-    """The ledger row of ``claims.jti`` (with its effective status at ``now``), its turn state's
-    stored text and whether its request is recorded: one query, each row through its unique index."""
+READ_VALUES = ("jti", "thread_id", "checkpoint_id", "turn_state_key", "request_key", "now")
+
+
+@cache
+def read_statement(alias: str) -> CompiledRow:
+    """The ledger row with its effective status, its turn state's stored value and key id, and
+    whether its request is recorded: the ORM's query, compiled once per database."""
     pause_model, rows_model = _models()
-    place = rows_model.objects.using(using).filter(
-        thread_id=claims.thread_id, checkpoint_id=claims.checkpoint_id
+    place = rows_model.objects.using(alias).filter(
+        thread_id=marker("thread_id"), checkpoint_id=marker("checkpoint_id")
     )
-    turn_state = place.filter(key=turn_state_key(claims))
-    found = list(
-        pause_model.objects.using(using)
-        .filter(jti=claims.jti)
-        .with_effective_status(now)
+    turn_state = place.filter(key=marker("turn_state_key"))
+    query = (
+        pause_model.objects.using(alias)
+        .filter(jti=marker("jti"))
+        .with_effective_status(MARKED_TIME)
         .annotate(
             turn_state_stored=Subquery(turn_state.values("value")[:1]),
             turn_state_key_id=Subquery(turn_state.values("encryption_key_id")[:1]),
-            request_recorded=Exists(place.filter(key=payload_key(claims))),
+            request_recorded=Exists(place.filter(key=marker("request_key"))),
         )[:1]
     )
-    if not found:
+    return compiled_select(query, READ_VALUES)
+
+
+def read_pause(*, using: str, claims: PauseClaims, now: datetime) -> LedgerRead:
+    """The ledger row of ``claims.jti`` (with its effective status at ``now``), its turn state's
+    stored text and whether its request is recorded: one query, each row through its unique index."""
+    pause = read_statement(using).first(
+        {
+            "jti": claims.jti,
+            "thread_id": claims.thread_id,
+            "checkpoint_id": claims.checkpoint_id,
+            "turn_state_key": turn_state_key(claims),
+            "request_key": payload_key(claims),
+            "now": now,
+        }
+    )
+    if pause is None:
         return LedgerRead(None, None, None, False)
-    pause = found[0]
     stored = pause.turn_state_stored
     return LedgerRead(
-        pause, None if stored is None else str(stored), pause.turn_state_key_id, pause.request_recorded
+        pause, None if stored is None else str(stored), pause.turn_state_key_id, bool(pause.request_recorded)
     )
 
 
@@ -180,8 +207,20 @@ def _answers_in_ledger_db(store: TurnCheckpointStore, using: str) -> bool:
     return writes_as_defined(commands) and commands.write_alias() == using
 
 
+CONSUME_VALUES = ("jti", "now", "trace")
+
+
+@cache
+def consuming_statement(alias: str) -> Compiled:
+    """:meth:`~turnstate_app.managers.PauseQuerySet.consume`'s UPDATE, compiled once per database."""
+    consumable = _models()[0].objects.using(alias).consumable(marker("jti"), now=MARKED_TIME)
+    return compiled_update(consumable, answered_values(MARKED_TIME, marker("trace")), CONSUME_VALUES)
+
+
 def _consume(using: str, jti: str, now: datetime, trace: str | None) -> bool:
-    return bool(_models()[0].objects.using(using).consume(jti, now=now, trace=trace))
+    statement = consuming_statement(using)
+    params = statement.bind({"jti": jti, "now": now, "trace": trace})
+    return run_statement(connections[using], statement.sql, params, first_row=False)[0] == 1
 
 
 def _consume_answering(
@@ -206,11 +245,11 @@ def _consume_answering(
         vendor=connection.vendor,
         max_bytes=conf.MAX_VALUE_BYTES,
     )
-    consuming = _models()[0].objects.using(using).consumable(claims.jti, now=now)
-    consume, consume_params = update_statement(consuming, answered_values(now, trace))
+    consume = consuming_statement(using)
+    consume_params = consume.bind({"jti": claims.jti, "now": now, "trace": trace})
     stamp = connection.ops.adapt_datetimefield_value(now)
     stored, key_id = stored_value(claims.thread_id, key, answer_value)
     row = (claims.thread_id, claims.checkpoint_id, key, stored, key_id, claims.run_id, stamp, stamp)
-    sql = f"WITH won AS ({consume} RETURNING 1) {_answer_upsert(using)}"
+    sql = f"WITH won AS ({consume.sql} RETURNING 1) {_answer_upsert(using)}"
     rowcount, _ = run_statement(connection, sql, (*consume_params, *row), first_row=False)
     return rowcount == 1
