@@ -10,17 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-from django.apps import apps
 from django.db import router
 from django.utils import timezone
 
 from turnstate_app import telemetry
+from turnstate_app.models import Pause
 from turnstate_app.retention import DEFAULT_BATCH_SIZE
-
-if TYPE_CHECKING:
-    from turnstate_app.models import Pause
 
 
 @dataclass(frozen=True)
@@ -54,8 +50,7 @@ def expire_overdue(
 ) -> ExpiryResult:
     """Mark every pending pause past ``expires_at`` (at ``now``) expired; a dry run only counts."""
     now = timezone.now() if now is None else now
-    ledger: type[Pause] = apps.get_model("turnstate_app", "Pause")
-    pauses = ledger.objects.using(router.db_for_write(ledger))  # the primary: replicas lag
+    pauses = Pause.objects.using(router.db_for_write(Pause))  # the primary: replicas lag
     expired = kept = batches = 0
     after = None
     while True:
