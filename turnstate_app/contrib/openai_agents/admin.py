@@ -14,6 +14,7 @@ from django.contrib import admin
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Length
 from django.http import HttpRequest
+from django.utils import timezone
 
 from turnstate_app.choices import PauseStatus
 from turnstate_app.contrib.openai_agents.codec import decode_value
@@ -64,7 +65,8 @@ class StoredRunStateAdmin(ReadOnly):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[StoredRunState]:
         pending = (
-            Pause.objects.filter(run_id=OuterRef("run_id"), status=PauseStatus.PENDING)
+            Pause.objects.in_effective_status(PauseStatus.PENDING, timezone.now())
+            .filter(run_id=OuterRef("run_id"))
             .order_by()
             .values("run_id")
             .annotate(n=Count("pk"))

@@ -15,6 +15,7 @@ from django.db import router
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
+from django.utils import timezone
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from turnstate_app.choices import PauseStatus
@@ -67,7 +68,8 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[StoredConversation]:
         pending = (
-            Pause.objects.filter(thread_id=OuterRef("conversation_id"), status=PauseStatus.PENDING)
+            Pause.objects.in_effective_status(PauseStatus.PENDING, timezone.now())
+            .filter(thread_id=OuterRef("conversation_id"))
             .order_by()
             .values("thread_id")
             .annotate(n=Count("pk"))
