@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""``mint_pause`` and ``resume_pause``: latency as a multiple of one port upsert, and statement counts.
+"""``mint_pause``, ``resume_pause`` and ``continue_once``: latency as a multiple of one port upsert, and
+statement counts.
 
 Minting writes the request, the turn state and the ledger row and signs a token; resuming checks
 the token, the ledger and the stored turn, then consumes the pause in one transaction and stores
@@ -30,7 +31,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,13 +70,14 @@ from bench.common import (  # noqa: E402 - needs the repository root on sys.path
 
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/turnstate_bench_lc"
 TABLES = ("turnstate_app_checkpointmetadata", "turnstate_app_pause")
-OPS = ("floor", "upsert", "floor_mint", "mint", "resume", "rest", "rest_noop")
+OPS = ("floor", "upsert", "floor_mint", "mint", "resume", "continue", "rest", "rest_noop")
 LABELS = {
     "floor": "floor upsert (raw driver)",
     "upsert": "port upsert (the unit)",
     "floor_mint": "floor mint (raw driver)",
     "mint": "mint_pause",
     "resume": "resume_pause",
+    "continue": "continue_once (lone pause)",
     "rest": "REST POST pauses/resume/",
     "rest_noop": "DRF no-op POST (same auth)",
 }
@@ -111,6 +113,7 @@ class Bench:
     client: Any = None  # DRF's APIClient, authenticated with a token
     floor_mint: Callable[[int], object] | None = None
     counter: int = 0
+    answered: deque[Any] = field(default_factory=deque)  # ResumedPause, for continue_once
 
     def next_id(self) -> int:
         self.counter += 1
@@ -219,6 +222,27 @@ def op_resume(bench: Bench) -> Callable[[], object]:
     return call
 
 
+def answer_one(bench: Bench) -> None:
+    """A pause minted and answered (untimed), for :func:`op_continue`."""
+    from turnstate_app.pauses import resume_pause
+
+    bench.answered.append(resume_pause(mint(bench).token, ANSWER))
+
+
+def op_continue(bench: Bench) -> Callable[[], object]:
+    """A continuation of a lone answered pause whose run does nothing: what the lifecycle costs
+    around a run (the claim, the thread's turn, the completion)."""
+    from turnstate_app.pauses import continue_once
+
+    resumed = bench.answered.popleft()
+
+    def call() -> None:
+        if not continue_once(resumed, lambda continuation: None).ran:
+            raise SystemExit("continue_once did not run the continuation")
+
+    return call
+
+
 def op_rest(bench: Bench) -> Callable[[], object]:
     """The endpoint a person's answer arrives at: DRF's parsing, authentication, serializer, view."""
     token = bench.rest_tokens.popleft()
@@ -317,6 +341,7 @@ BUILDERS: dict[str, Callable[[Bench], Callable[[], object]]] = {
     "floor_mint": op_floor_mint,
     "mint": op_mint,
     "resume": op_resume,
+    "continue": op_continue,
     "rest": op_rest,
     "rest_noop": op_rest_noop,
 }
@@ -368,8 +393,11 @@ def run_round(bench: Bench, round_no: int, n: int, chunk: int) -> dict[str, list
     truncate(bench.target)
     bench.tokens.clear()
     bench.rest_tokens.clear()
+    bench.answered.clear()
     for _ in range(n):  # tokens for the REST resume, minted outside its timing
         op_mint(bench, bench.rest_tokens)()
+    for _ in range(n):  # answered pauses to continue, minted and answered outside its timing
+        answer_one(bench)
     for _ in range(chunk):  # a stock of tokens so resume can take its turn before mint's first chunk
         op_mint(bench)()
     samples: dict[str, list[int]] = {op: [] for op in OPS}
@@ -411,9 +439,12 @@ def statement_counts(bench: Bench) -> dict[str, Any]:
     from django.test.utils import CaptureQueriesContext
 
     out: dict[str, Any] = {}
-    for op in ("upsert", "mint", "resume", "rest"):
+    for op in ("upsert", "mint", "resume", "continue", "rest"):
         if op == "rest":
             op_mint(bench, bench.rest_tokens)()
+        elif op == "continue":
+            answer_one(bench)
+            answer_one(bench)
         call = BUILDERS[op](bench)
         with CaptureQueriesContext(connection) as ctx:
             call()

@@ -13,7 +13,9 @@ in a rotating order; each row is the median call, with its ratio to the SDK's se
 state by compare-and-set. The agent's own run (``Runner.run``) and the SDK's serialising
 (``to_state().to_json()``, ``RunState.from_string``) are timed apart, and what is left is the
 app's overhead, reported as a multiple of one port upsert (``write_metadata_sync``) measured in
-the same run, with the statements and commits the cycle sent through Django's connection.
+the same run, with the statements the cycle sent on every connection and thread (by part: pause,
+answer both, continue) and its commits. ``--cycle-only`` measures the cycle alone (the SDK's
+sessions need the ``bench`` extra).
 
 A benchmark, not a test: it prints a table, writes ``bench/results/openai-agents-<vendor>.json``
 and exits 0. Needs the ``openai-agents`` and ``bench`` extras. From the repository root::
@@ -174,6 +176,10 @@ class Counted:
     statements: int = 0
     writes_outside_transactions: int = 0
     commits: int = 0
+    by_phase: dict[str, int] = field(default_factory=dict)
+    """Statements of each part of the cycle (pause, answer, continue) on every connection and thread,
+    transaction control (BEGIN, COMMIT, ROLLBACK) left out, savepoints kept; the tools' own left out."""
+    phase: str = ""
 
 
 class Timed:
@@ -227,12 +233,15 @@ def cycle(agent: Any, timed: Timed, counted: Counted) -> dict[str, float]:
     to_state = clock() - start
     timed.sdk_ns = 0
     with counting(counted):
+        counted.phase = "pause"
         start = clock()
         pauses = pause_approvals(result, agent=agent, run_id=f"bench-run-{uuid.uuid4().hex}", session_id=None)
         pause = clock() - start
+        counted.phase = "answer both"
         start = clock()
         answered = [resume_pause(minted.token, APPROVE) for minted in pauses]
         answer = clock() - start
+        counted.phase = "continue"
         start = clock()
         outcome = continue_run(agent, answered[-1])
         resume = clock() - start
@@ -251,15 +260,34 @@ def cycle(agent: Any, timed: Timed, counted: Counted) -> dict[str, float]:
     }
 
 
+TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK")
+
+
 class counting:  # noqa: N801 - used as a context manager, named as one
-    """Statements through Django's connection, and commits: each outermost ``atomic`` that commits, and
-    each write sent outside a transaction (autocommit)."""
+    """Statements through Django's connections, every one and on every thread (those opened meanwhile
+    too), and commits of the default connection: each outermost ``atomic`` that commits, and each write
+    sent outside a transaction (autocommit)."""
 
     def __init__(self, counted: Counted) -> None:
         self.counted = counted
 
+    def wrapper(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        counted = self.counted
+        verb = sql.lstrip().split(" ", 1)[0].upper()
+        if verb not in TRANSACTION_CONTROL:
+            counted.statements += 1
+            counted.by_phase[counted.phase] = counted.by_phase.get(counted.phase, 0) + 1
+        if verb in {"INSERT", "UPDATE", "DELETE"} and not context["connection"].in_atomic_block:
+            counted.writes_outside_transactions += 1
+        return execute(sql, params, many, context)
+
+    def attach(self, connection: Any, **_: Any) -> None:
+        if self.wrapper not in connection.execute_wrappers:
+            connection.execute_wrappers.append(self.wrapper)
+
     def __enter__(self) -> None:
-        from django.db import connection
+        from django.db import connection, connections
+        from django.db.backends.signals import connection_created
 
         counted = self.counted
         real_commit = connection.commit
@@ -268,24 +296,19 @@ class counting:  # noqa: N801 - used as a context manager, named as one
             counted.commits += 1
             real_commit()
 
-        def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-            counted.statements += 1
-            if not connection.in_atomic_block and sql.lstrip().split(" ", 1)[0].upper() in {
-                "INSERT",
-                "UPDATE",
-                "DELETE",
-            }:
-                counted.writes_outside_transactions += 1
-            return execute(sql, params, many, context)
-
         connection.commit = commit  # type: ignore[method-assign]
-        self.wrapped = connection.execute_wrapper(wrapper)
-        self.wrapped.__enter__()
+        connection_created.connect(self.attach)
+        for opened in connections.all(initialized_only=True):
+            self.attach(opened)
 
     def __exit__(self, *exc: Any) -> None:
-        from django.db import connection
+        from django.db import connection, connections
+        from django.db.backends.signals import connection_created
 
-        self.wrapped.__exit__(*exc)
+        connection_created.disconnect(self.attach)
+        for opened in connections.all(initialized_only=True):
+            if self.wrapper in opened.execute_wrappers:
+                opened.execute_wrappers.remove(self.wrapper)
         del connection.commit
 
 
@@ -347,6 +370,11 @@ def main(argv: list[str] | None = None) -> int:
         "--calls", default="20,5", help="sessions per contender per round, one count per size"
     )
     parser.add_argument("--cycles", type=int, default=20, help="approval cycles timed")
+    parser.add_argument(
+        "--cycle-only",
+        action="store_true",
+        help="measure the approval cycle alone (no sessions: the SDK's sessions need the bench extra)",
+    )
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     calls = dict(zip(SIZES, (int(n) for n in args.calls.split(",")), strict=True))
@@ -367,18 +395,24 @@ def main(argv: list[str] | None = None) -> int:
     env["packages"] = versions()
     started = time.monotonic()
 
-    contenders, close = session_contenders(target)
     loop = asyncio.new_event_loop()
-    loop.run_until_complete(session_round(contenders, 0, dict.fromkeys(SIZES, 2)))  # warm-up
-    for contender in contenders:
-        contender.add.clear()
-        contender.get.clear()
-    for round_no in range(args.repeat):
-        loop.run_until_complete(session_round(contenders, round_no, calls))
-        print(f"sessions: round {round_no + 1}/{args.repeat} ({time.monotonic() - started:.0f}s)", flush=True)
-    loop.run_until_complete(sync_to_async(connections.close_all, thread_sensitive=True)())
-    close()
-    sessions_table, session_rows = render_sessions(contenders, target.vendor)
+    sessions_table = "(not measured: --cycle-only)"
+    session_rows: list[dict[str, Any]] = []
+    if not args.cycle_only:
+        contenders, close = session_contenders(target)
+        loop.run_until_complete(session_round(contenders, 0, dict.fromkeys(SIZES, 2)))  # warm-up
+        for contender in contenders:
+            contender.add.clear()
+            contender.get.clear()
+        for round_no in range(args.repeat):
+            loop.run_until_complete(session_round(contenders, round_no, calls))
+            print(
+                f"sessions: round {round_no + 1}/{args.repeat} ({time.monotonic() - started:.0f}s)",
+                flush=True,
+            )
+        loop.run_until_complete(sync_to_async(connections.close_all, thread_sensitive=True)())
+        close()
+        sessions_table, session_rows = render_sessions(contenders, target.vendor)
 
     timed = Timed()
     continuing.Runner = timed.runner(continuing.Runner)  # type: ignore[attr-defined,misc]
@@ -415,8 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         f"  {'one port upsert':<22} {upsert_ms:>9.3f}",
         f"  app overhead / one port upsert: {ratio:.1f}x (target {OVERHEAD_TARGET:.0f}x on PostgreSQL)",
-        f"  statements {counted.statements}, commits {counted.commits} + "
-        f"{counted.writes_outside_transactions} autocommit writes (pause + two answers + continue)",
+        f"  statements {counted.statements} ("
+        + ", ".join(f"{phase} {n}" for phase, n in counted.by_phase.items())
+        + f"), commits {counted.commits} + {counted.writes_outside_transactions} autocommit writes",
         f"  the state row: {cycle_medians['paused_state_chars']:.0f} characters paused with two approvals, "
         f"{max(state_chars)} once continued to the end",
     ]
@@ -430,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             "cycle_ms": cycle_medians,
             "port_upsert_ms": upsert_ms,
             "overhead_per_upsert": ratio,
-            "cycle_statements": vars(counted),
+            "cycle_statements": {name: value for name, value in vars(counted).items() if name != "phase"},
             "state_chars": {"min": min(state_chars), "max": max(state_chars)},
             "table": table,
         },

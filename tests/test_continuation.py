@@ -257,14 +257,14 @@ def next_stop(**overrides: Any) -> dict[str, Any]:
     return fields | overrides
 
 
-STATEMENTS_PER_CONTINUATION = 5
-"""What ``continue_once`` sends for a pause without a group, as docs/lifecycle.md counts them
-(6 before the claim became the ledger's own state: it stamped a column and inserted a row)."""
+STATEMENTS_PER_CONTINUATION = 4
+"""What ``continue_once`` sends for a pause without a group (6 before the claim became the
+ledger's own state: it stamped a column and inserted a row; 5 while the ledger was read first)."""
 
 
 def test_statements_per_continuation() -> None:
-    """The ledger read, the claim (queued -> running, one UPDATE), the thread's turn taken and
-    given back, and the completion (running -> continued)."""
+    """The claim (queued -> running, one UPDATE that checks everything itself), the thread's turn
+    taken and given back, and the completion (running -> continued): no read."""
     resumed = resume_pause(mint().token, "yes")
     with CaptureQueriesContext(connection) as continuing:
         assert continue_once(resumed, lambda continuation: None).ran

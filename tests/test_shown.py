@@ -165,9 +165,10 @@ async def test_acontinue_once_awaits_an_async_still_shown_and_refuses_a_changed_
     assert (await acontinue_once(unchanged, lambda continuation: "ran", still_shown=same)).output == "ran"
 
 
-def test_the_check_adds_no_statement_and_is_asked_after_the_claim() -> None:
-    """The digest rides on the ledger rows the claim reads anyway: the same statements as
-    ``test_statements_per_continuation``; ``still_shown`` runs once the continuation is claimed."""
+def test_the_check_adds_one_read_and_is_asked_after_the_claim() -> None:
+    """The digest is read with the pause's row, once, after the claim (which reads nothing): one
+    statement more than ``test_statements_per_continuation``; ``still_shown`` runs once the
+    continuation is claimed."""
     resumed = resume_pause(mint(shown=SHOWN).token, "yes")
     claimed: list[str] = []
 
@@ -177,6 +178,6 @@ def test_the_check_adds_no_statement_and_is_asked_after_the_claim() -> None:
 
     with CaptureQueriesContext(connection) as continuing:
         assert continue_once(resumed, lambda continuation: None, still_shown=still_shown).ran
-    assert len(data_statements(continuing)) == STATEMENTS_PER_CONTINUATION, data_statements(continuing)
+    assert len(data_statements(continuing)) == STATEMENTS_PER_CONTINUATION + 1, data_statements(continuing)
     assert claimed == [resumed.claims.jti]
     assert Pause.objects.get(jti=resumed.claims.jti).continuation == ContinuationState.CONTINUED

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
@@ -37,6 +39,8 @@ from turnstate_app.errors import PauseAlreadyAnsweredError, PauseExpiredError, T
 from turnstate_app.expiry import expire_overdue
 from turnstate_app.models import Pause
 from turnstate_app.pauses import continue_once, resume_pause
+from turnstate_app.pauses.handoff import rebuild_resumed
+from turnstate_app.ports import get_default_store
 from turnstate_app.retention import purge_pauses
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -137,8 +141,10 @@ def test_the_stored_trace_is_w3c_whatever_propagators_the_project_configured(rec
         [answer] = recorded.named("turnstate.resume")
         stored = Pause.objects.get(jti=minted.claims.jti).answer_traceparent
         assert stored is not None and stored.split("-")[1] == format(answer.context.trace_id, "032x")
-        resumed = resume_pause(mint(tool_call_id="call-2").token, "yes")
-        Pause.objects.filter(jti=resumed.claims.jti).update(answer_traceparent=stored)
+        answered = resume_pause(mint(tool_call_id="call-2").token, "yes")
+        Pause.objects.filter(jti=answered.claims.jti).update(answer_traceparent=stored)
+        # A worker continues it from the ledger alone, as it was stored.
+        resumed = rebuild_resumed(Pause.objects.get(jti=answered.claims.jti), get_default_store())
         continue_once(resumed, lambda continuation: None)
         [continued] = recorded.named("turnstate.continue")
         assert [link.context.trace_id for link in continued.links] == [answer.context.trace_id]
@@ -222,6 +228,24 @@ def test_a_continuation_here_records_its_delay(recorded: Recorded) -> None:
     assert recorded.points()[delay][0] == before.get(delay, (0, 0))[0] + 1
     [span] = recorded.named("turnstate.continue")
     assert span.attributes is not None and span.attributes["turnstate.outcome"] == "ran"
+
+
+def test_a_continuation_records_its_delay_with_no_span_recording_and_reads_no_pause_for_it(
+    recorded: Recorded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Metrics without tracing: the delay comes from the answer this process holds, not from a
+    read of the ledger row."""
+    resumed = resume_pause(mint().token, "yes")
+    monkeypatch.setattr(telemetry, "span", lambda *args, **kwargs: nullcontext(None))
+    before = recorded.points()
+    with CaptureQueriesContext(connection) as seen:
+        assert continue_once(resumed, lambda continuation: "done").ran
+    delay = ("turnstate.continuation.delay", ())
+    assert recorded.points()[delay][0] == before.get(delay, (0, 0))[0] + 1
+    reads = [
+        q["sql"] for q in seen.captured_queries if q["sql"].startswith("SELECT") and "_pause" in q["sql"]
+    ]
+    assert reads == []
 
 
 # -- hand-off, expiry, retention ---------------------------------------------------------------

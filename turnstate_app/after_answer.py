@@ -44,6 +44,10 @@ DONE = (State.CONTINUED, State.REFUSED, State.CRASHED)
 REASON_MAX_LENGTH = 2000
 """A recorded reason is cut here: an exception's text can be as long as it likes."""
 
+ANY_AGENT: Any = object()
+"""No name to check: :meth:`AfterAnswerQuerySet.claim_answered` claims whatever graph or agent
+the pause recorded."""
+
 FIRST_RETRY = 30.0
 """Seconds before the first retry of a continuation that failed before running; each next waits 4x."""
 
@@ -180,25 +184,31 @@ class AfterAnswerQuerySet(models.QuerySet["Pause"]):
         return self.filter(awaiting_handoff_q(), jti=jti).update(continuation_reason=cut(reason))
 
     def claim(self, pk: Any, *, now: datetime) -> bool:
-        """queued | failed -> running, for the pause ``pk`` (a group's lead): True for the one
-        process whose UPDATE did it, across all processes. This is the continuation's claim."""
-        won = self.filter(pk=pk, continuation__in=CLAIMABLE).update(
+        """queued | failed -> running, for the pause ``pk``: True for the one process whose UPDATE
+        did it, across all processes."""
+        return self.filter(pk=pk).claim_run(now=now) == 1
+
+    def claim_run(self, *, now: datetime) -> int:
+        """queued | failed -> running for these pauses (one pause, or every member of a group) in
+        one UPDATE: the continuation's claim. Of any number of processes claiming the same rows,
+        one changes them and every other changes none (a row they wait on is checked again once
+        it is released); how many rows moved (0: claimed elsewhere)."""
+        return self.filter(continuation__in=CLAIMABLE).update(
             continuation=State.RUNNING,
             continuation_since=now,
             continuation_attempts=F("continuation_attempts") + 1,
             continuation_reason=None,
             continuation_retry_at=None,
         )
-        return won == 1
 
-    def follow(self, *, now: datetime) -> int:
-        """queued | failed -> running for these pauses (the rest of a claimed lead's group)."""
-        return self.filter(continuation__in=CLAIMABLE).update(
-            continuation=State.RUNNING,
-            continuation_since=now,
-            continuation_reason=None,
-            continuation_retry_at=None,
-        )
+    def claim_answered(self, jti: str, *, now: datetime, agent: Any = ANY_AGENT) -> bool:
+        """:meth:`claim_run` of the answered pause ``jti`` when it belongs to no group and was
+        minted by ``agent`` (or recorded no name), with nothing read first; False when any of
+        that does not hold (the caller reads the pause to tell why, or finds its group)."""
+        rows = self.filter(jti=jti, group__isnull=True, status=PauseStatus.ANSWERED)
+        if agent is not ANY_AGENT:
+            rows = rows.filter(Q(agent__isnull=True) | Q(agent=agent))
+        return rows.claim_run(now=now) == 1
 
     def mark_continued(self, *, now: datetime) -> int:
         """running -> continued: the run returned."""

@@ -27,8 +27,11 @@ from turnstate_app.after_answer import same_run_q
 from turnstate_app.agents import agent_for
 from turnstate_app.errors import InteractionConfigurationError, PayloadBindingError, ThreadBusyError
 from turnstate_app.models import Pause
-from turnstate_app.pauses import ContinueResult, ResumedPause, resumed
+from turnstate_app.pauses import ContinueResult, ResumedPause
+from turnstate_app.pauses.handoff import rebuild_resumed
 from turnstate_app.pauses.lookup import answered_pause
+from turnstate_app.ports import get_default_store
+from turnstate_app.ports.model import reading_primary
 from turnstate_app.tasks_api import task
 
 logger = logging.getLogger(__name__)
@@ -49,7 +52,8 @@ def continue_pause(jti: str) -> dict[str, Any]:
     except InteractionConfigurationError as exc:
         return outcome(jti, fail(pause, str(exc)))
     try:
-        answered = resumed(jti)
+        with reading_primary():  # the row just read, not read again
+            answered = rebuild_resumed(pause, get_default_store())
     except PayloadBindingError as exc:
         return outcome(jti, refuse(pause, f"its records cannot be used: {exc}"))
     try:

@@ -6,9 +6,11 @@ continuation that ran twice would run the approved tool twice or fork the thread
 
 1. a group still waiting for an answer, or a pause that recorded another graph or agent
    (``agent``), continues nothing (nothing is claimed: the right one can still continue it);
-2. the continuation is claimed once, across processes: the group's lead moves from ``queued``
-   (or ``failed``) to ``running`` in one conditional UPDATE (:mod:`turnstate_app.after_answer`);
-   every other caller gets ``ran=False``;
+2. the continuation is claimed once, across processes: the pause (a lone one by its jti, every
+   condition of step 1 in the UPDATE itself, nothing read first), or every member of its group,
+   moves from ``queued`` (or ``failed``) to ``running`` in one conditional UPDATE
+   (:mod:`turnstate_app.after_answer`); every other caller gets ``ran=False``. A plain
+   continuation is four statements: this claim, the turn taken and given back, the completion;
 3. the run takes its thread's turn (:mod:`turnstate_app.pauses.thread_turns`); a thread that
    stays busy gives the claim back as ``failed`` (nothing ran), to be retried;
 4. ``still_shown`` (when given) says what the stored state asks now, for each answered pause
@@ -35,11 +37,12 @@ from django.db import DatabaseError, router
 from django.utils import timezone
 
 from turnstate_app import telemetry
+from turnstate_app.after_answer import ANY_AGENT
 from turnstate_app.choices import ContinuationState, PauseStatus
-from turnstate_app.errors import ContinuationRefused, ThreadBusyError
+from turnstate_app.errors import ContinuationRefused, PauseCheckpointNotFoundError, ThreadBusyError
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet
-from turnstate_app.pauses.groups import members_of
+from turnstate_app.pauses.groups import run_of
 from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
 from turnstate_app.pauses.mint import MintedPause, mint_pause
 from turnstate_app.pauses.shown import question_changed, shown_digest
@@ -62,7 +65,7 @@ COMPLETION_TRIES = (0.1, 0.5, 2.0, 5.0)
 
 logger = logging.getLogger(__name__)
 
-UNCHECKED: Any = object()
+UNCHECKED: Any = ANY_AGENT
 """``agent`` not given: the caller does not say which graph or agent it runs, nothing is checked."""
 
 
@@ -82,16 +85,27 @@ class ContinueResult:
 
 @dataclass
 class Continuation:
-    """What ``run`` gets: the answer that triggered it, every answer of its group, a way to pause again."""
+    """What ``run`` gets: the answer that triggered it, every answer of its group, a way to pause again.
+
+    ``owner`` and ``agent`` are read from the ledger on first use (one statement, from sync code;
+    async code mints with :meth:`amint_next`)."""
 
     resumed: ResumedPause
     members: list[ResumedPause]
     minted: list[MintedPause] = field(default_factory=list)
-    owner: Any = None
-    """The continued pause's owner (None: unowned), carried onto every pause minted next."""
-    agent: str | None = None
-    """The graph or agent the continued pause recorded (None: none), carried onto every pause minted next."""
     store: TurnCheckpointStore | None = field(default=None, repr=False)
+    claimed: ClaimedPauses | None = field(default=None, repr=False)
+
+    @property
+    def owner(self) -> Any:
+        """The continued pause's owner (None: unowned), carried onto every pause minted next."""
+        return None if self.claimed is None else self.claimed.row(self.resumed.claims.jti).owner
+
+    @property
+    def agent(self) -> str | None:
+        """The graph or agent the continued pause recorded (None: none), carried onto every pause
+        minted next."""
+        return None if self.claimed is None else self.claimed.row(self.resumed.claims.jti).agent
 
     def mint_next(self, **kwargs: Any) -> MintedPause:
         """``mint_pause`` for the run's next stop, with ``owner``, ``agent``, ``session_id``, ``run_id``
@@ -117,15 +131,59 @@ class Continuation:
         return await sync_to_async(self.mint_next, thread_sensitive=True)(**kwargs)
 
 
+class ClaimedPauses:
+    """The ledger rows of a claimed continuation: its pause alone, or its group's members in mint
+    order. A group's are read before its claim (finding the group needs them); a lone pause,
+    claimed by its jti alone, is read only when something asks for its row: its owner or name
+    for a pause minted next, its recorded question for ``still_shown``, its answer's trace for a
+    recording span, its tries for a busy thread. So a plain continuation reads nothing."""
+
+    def __init__(self, jtis: list[str], using: str, rows: list[Pause] | None = None) -> None:
+        self.jtis = jtis
+        self.using = using
+        self._rows = rows
+
+    @property
+    def read(self) -> bool:
+        """Whether the rows are in memory already."""
+        return self._rows is not None
+
+    def rows(self) -> list[Pause]:
+        """The rows, read now if they were not (one statement)."""
+        if self._rows is None:
+            found = {
+                pause.jti: pause
+                for pause in Pause.objects.using(self.using).select_related("owner").filter(jti__in=self.jtis)
+            }
+            gone = [jti for jti in self.jtis if jti not in found]
+            if gone:
+                raise PauseCheckpointNotFoundError(
+                    f"pause {', '.join(gone)} left the ledger while its continuation ran"
+                )
+            self._rows = [found[jti] for jti in self.jtis]
+        return self._rows
+
+    def row(self, jti: str) -> Pause:
+        return next(pause for pause in self.rows() if pause.jti == jti)
+
+    def ledger(self) -> PauseQuerySet:
+        """Their rows in the ledger, for the transitions that end the continuation."""
+        return Pause.objects.filter(jti__in=self.jtis)
+
+
 @dataclass
 class Claimed:
     """A continuation this process claimed and may run."""
 
     continuation: Continuation
-    members: list[Pause]
-    lead: Pause
+    pauses: ClaimedPauses
     store: TurnCheckpointStore
     claimed_at: datetime
+
+    @property
+    def lead(self) -> str:
+        """The jti of the pause its continuation was claimed on."""
+        return self.pauses.jtis[0]
 
 
 def continue_once(
@@ -149,7 +207,7 @@ def continue_once(
     as a failed continuation. It may raise ``ContinuationRefused`` itself.
     """
     with continuation_span(resumed) as current:
-        result = _continue_once(resumed, run, store, agent, still_shown)
+        result = _continue_once(resumed, run, store, agent, still_shown, current)
         telemetry.outcome(current, "ran" if result.ran else "not_run")
         return result
 
@@ -160,30 +218,34 @@ def _continue_once(
     store: TurnCheckpointStore | None,
     agent: str | None,
     still_shown: Callable[[ResumedPause], Any] | None,
+    current: Any = None,
 ) -> ContinueResult:
     claimed = claim(resumed, store, agent)
     if isinstance(claimed, ContinueResult):
         return claimed
     try:
-        turn = take_turn(claimed.store, resumed.claims.thread_id)
-    except ThreadBusyError as busy:
-        give_back(claimed, busy)
-        raise
-    try:
         try:
-            with holding(turn):
-                if still_shown is not None:
-                    for pause, member in to_confirm(claimed):
-                        require_shown(pause, still_shown(member))
-                output = run(claimed.continuation)
-        except ContinuationRefused as refused:
-            return refuse(claimed, refused)
-        except Exception as exc:
-            crash(claimed, exc)
+            turn = take_turn(claimed.store, resumed.claims.thread_id)
+        except ThreadBusyError as busy:
+            give_back(claimed, busy)
             raise
-        return complete(claimed, output)
+        try:
+            try:
+                with holding(turn):
+                    if still_shown is not None:
+                        for pause, member in to_confirm(claimed):
+                            require_shown(pause, still_shown(member))
+                    output = run(claimed.continuation)
+            except ContinuationRefused as refused:
+                return refuse(claimed, refused)
+            except Exception as exc:
+                crash(claimed, exc)
+                raise
+            return complete(claimed, output)
+        finally:
+            turn.release()
     finally:
-        turn.release()
+        observe(claimed, recording(current))
 
 
 async def acontinue_once(
@@ -197,7 +259,7 @@ async def acontinue_once(
     """:func:`continue_once` for async code; ``run`` and ``still_shown`` may be plain functions or
     ``async def``."""
     with continuation_span(resumed) as current:
-        result = await _acontinue_once(resumed, run, store, agent, still_shown)
+        result = await _acontinue_once(resumed, run, store, agent, still_shown, current)
         telemetry.outcome(current, "ran" if result.ran else "not_run")
         return result
 
@@ -208,33 +270,38 @@ async def _acontinue_once(
     store: TurnCheckpointStore | None,
     agent: str | None,
     still_shown: Callable[[ResumedPause], Any | Awaitable[Any]] | None,
+    current: Any = None,
 ) -> ContinueResult:
     claimed = await sync_to_async(claim, thread_sensitive=True)(resumed, store, agent)
     if isinstance(claimed, ContinueResult):
         return claimed
     try:
-        turn: ThreadTurn = await atake_turn(claimed.store, resumed.claims.thread_id)
-    except ThreadBusyError as busy:
-        await sync_to_async(give_back, thread_sensitive=True)(claimed, busy)
-        raise
-    try:
         try:
-            with holding(turn):
-                if still_shown is not None:
-                    for pause, member in to_confirm(claimed):
-                        shown = still_shown(member)
-                        require_shown(pause, await shown if inspect.isawaitable(shown) else shown)
-                output = run(claimed.continuation)
-                if inspect.isawaitable(output):
-                    output = await output
-        except ContinuationRefused as refused:
-            return await sync_to_async(refuse, thread_sensitive=True)(claimed, refused)
-        except Exception as exc:
-            await sync_to_async(crash, thread_sensitive=True)(claimed, exc)
+            turn: ThreadTurn = await atake_turn(claimed.store, resumed.claims.thread_id)
+        except ThreadBusyError as busy:
+            await sync_to_async(give_back, thread_sensitive=True)(claimed, busy)
             raise
-        return await sync_to_async(complete, thread_sensitive=True)(claimed, output)
+        try:
+            try:
+                with holding(turn):
+                    if still_shown is not None:
+                        confirm = await sync_to_async(to_confirm, thread_sensitive=True)(claimed)
+                        for pause, member in confirm:
+                            shown = still_shown(member)
+                            require_shown(pause, await shown if inspect.isawaitable(shown) else shown)
+                    output = run(claimed.continuation)
+                    if inspect.isawaitable(output):
+                        output = await output
+            except ContinuationRefused as refused:
+                return await sync_to_async(refuse, thread_sensitive=True)(claimed, refused)
+            except Exception as exc:
+                await sync_to_async(crash, thread_sensitive=True)(claimed, exc)
+                raise
+            return await sync_to_async(complete, thread_sensitive=True)(claimed, output)
+        finally:
+            await sync_to_async(turn.release, thread_sensitive=True)()
     finally:
-        await sync_to_async(turn.release, thread_sensitive=True)()
+        await sync_to_async(observe, thread_sensitive=True)(claimed, recording(current))
 
 
 def continuation_span(resumed: ResumedPause) -> Any:
@@ -249,18 +316,27 @@ def claim(
     resumed: ResumedPause, store: TurnCheckpointStore | None, agent: str | None = UNCHECKED
 ) -> Claimed | ContinueResult:
     """Steps 1 and 2: the right graph or agent, the group complete, every answer read, then the
-    one claim; or why not."""
+    one claim; or why not.
+
+    A lone answered pause is claimed by its jti at once, every condition in the claim's own
+    UPDATE, with nothing read first. Only a claim that changed nothing reads the ledger: to find
+    the pause's group (whose lead is then claimed for every member at once), or to tell why."""
     store = store if store is not None else get_default_store()
     now = timezone.now()
+    jti = resumed.claims.jti
     # The primary, as resume_pause reads it: a lagging replica would show the last answer of a
     # group as pending to both who gave the last two, and the run would never continue.
-    pauses = Pause.objects.using(router.db_for_write(Pause))
-    pause = pauses.select_related("owner").with_effective_status(now).filter(jti=resumed.claims.jti).first()
+    using = router.db_for_write(Pause)
+    pauses = Pause.objects.using(using)
+    if pauses.claim_answered(jti, now=now, agent=agent):
+        claimed = ClaimedPauses([jti], using)
+        continuation = Continuation(resumed=resumed, members=[resumed], store=store, claimed=claimed)
+        return Claimed(continuation=continuation, pauses=claimed, store=store, claimed_at=now)
+    pause, members = run_of(jti, now, pauses)
     if pause is None:
         return ContinueResult(ran=False, reason=REASON_GONE)
     if agent is not UNCHECKED and pause.agent is not None and agent != pause.agent:
         return ContinueResult(ran=False, reason=wrong_agent(pause, agent))
-    members = members_of(pause, now, pauses)
     statuses = {effective_status(member) for member in members}
     if PauseStatus.PENDING in statuses:
         return ContinueResult(
@@ -273,23 +349,40 @@ def claim(
     if settled is not None:
         return ContinueResult(ran=False, reason=settled)
     with reading_primary():
-        answers = [
-            resumed if member.jti == resumed.claims.jti else rebuild_resumed(member, store)
-            for member in members
-        ]
-    if not pauses.claim(lead.pk, now=now):
+        answers = [resumed if member.jti == jti else rebuild_resumed(member, store) for member in members]
+    if not pauses.filter(pk__in=[member.pk for member in members]).claim_run(now=now):
         lead.refresh_from_db(fields=["continuation", "continuation_reason"])
         return ContinueResult(ran=False, reason=settled_reason(lead) or REASON_CLAIMED_ELSEWHERE)
-    if len(members) > 1:
-        pauses.filter(pk__in=[member.pk for member in members[1:]]).follow(now=now)
-    # This process continues the run: its span links to the trace the answer was given in.
-    telemetry.link_current(pause.answer_traceparent)
-    if pause.answered_at is not None:
-        telemetry.record("turnstate.continuation.delay", max(0.0, (now - pause.answered_at).total_seconds()))
-    continuation = Continuation(
-        resumed=resumed, members=answers, owner=pause.owner, agent=pause.agent, store=store
-    )
-    return Claimed(continuation=continuation, members=members, lead=lead, store=store, claimed_at=now)
+    for member in members:  # as the claim left them
+        member.continuation_attempts += 1
+    claimed = ClaimedPauses([member.jti for member in members], using, rows=members)
+    continuation = Continuation(resumed=resumed, members=answers, store=store, claimed=claimed)
+    return Claimed(continuation=continuation, pauses=claimed, store=store, claimed_at=now)
+
+
+def recording(current: Any) -> bool:
+    """Whether the continuation's span records (a tracer is configured)."""
+    return current is not None and bool(current.is_recording())
+
+
+def observe(claimed: Claimed, records: bool) -> None:
+    """Link the continuation's span to the trace the answer was given in and record how long the
+    answer waited: from the answer as this process got it (the resume, or its rebuild from the
+    ledger), else from the continued pause's row, read for it only when the span records. Never
+    raises: the run's outcome is what the caller sees."""
+    resumed = claimed.continuation.resumed
+    answered_at, trace = resumed.answered_at, resumed.answer_traceparent
+    if answered_at is None and (claimed.pauses.read or records):
+        try:
+            pause = claimed.pauses.row(resumed.claims.jti)
+        except Exception:
+            logger.exception("pause %s: reading its answer's trace failed", claimed.lead)
+            return
+        answered_at, trace = pause.answered_at, pause.answer_traceparent
+    telemetry.link_current(trace)
+    if answered_at is not None:
+        waited = (claimed.claimed_at - answered_at).total_seconds()
+        telemetry.record("turnstate.continuation.delay", max(0.0, waited))
 
 
 def to_confirm(claimed: Claimed) -> list[tuple[Pause, ResumedPause]]:
@@ -297,7 +390,7 @@ def to_confirm(claimed: Claimed) -> list[tuple[Pause, ResumedPause]]:
     what was shown (one minted before recorded nothing, and is not checked), with its answer."""
     return [
         (pause, member)
-        for pause, member in zip(claimed.members, claimed.continuation.members, strict=True)
+        for pause, member in zip(claimed.pauses.rows(), claimed.continuation.members, strict=True)
         if pause.shown_digest is not None
     ]
 
@@ -352,11 +445,11 @@ def complete(claimed: Claimed, output: Any) -> ContinueResult:
                 logger.exception(
                     "pause %s: the run returned, and recording that failed %d times; it shows as "
                     "stalled after STALLED_AFTER",
-                    claimed.lead.jti,
+                    claimed.lead,
                     len(COMPLETION_TRIES) + 1,
                 )
                 raise
-            logger.warning("pause %s: recording that the run returned failed; trying again", claimed.lead.jti)
+            logger.warning("pause %s: recording that the run returned failed; trying again", claimed.lead)
             time.sleep(delay)
     return ContinueResult(ran=True, output=output, minted=list(claimed.continuation.minted))
 
@@ -373,16 +466,15 @@ def crash(claimed: Claimed, exc: Exception) -> None:
     try:
         ledger(claimed).mark_crashed(f"{type(exc).__name__}: {exc}", now=timezone.now())
     except Exception:
-        logger.exception("pause %s: recording that the run raised failed", claimed.lead.jti)
+        logger.exception("pause %s: recording that the run raised failed", claimed.lead)
 
 
 def give_back(claimed: Claimed, busy: ThreadBusyError) -> None:
     """running -> failed: nothing ran (the thread stayed busy), so a retry can run it."""
-    ledger(claimed).mark_failed(
-        str(busy), now=timezone.now(), attempts=claimed.lead.continuation_attempts + 1
-    )
+    attempts = claimed.pauses.rows()[0].continuation_attempts  # this try included
+    ledger(claimed).mark_failed(str(busy), now=timezone.now(), attempts=attempts)
 
 
 def ledger(claimed: Claimed) -> PauseQuerySet:
     """The continued pauses' ledger rows: the group's members, or the pause alone."""
-    return Pause.objects.filter(pk__in=[member.pk for member in claimed.members])
+    return claimed.pauses.ledger()

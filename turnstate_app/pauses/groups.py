@@ -7,15 +7,15 @@ answered (:mod:`turnstate_app.pauses.continuation`). Every member shares one thr
 group's continuation takes that thread's turn.
 
 The group's first member in mint order is its *lead*: the group's continuation is claimed
-on the lead's ledger row, and every member moves through the states of
-:mod:`turnstate_app.after_answer` with it.
+for every member in one UPDATE, and every member moves through the states of
+:mod:`turnstate_app.after_answer` with the lead.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, Subquery
 
 from turnstate_app.after_answer import DONE
 from turnstate_app.choices import ContinuationState
@@ -53,9 +53,17 @@ def check_group(group: str | None, thread_id: str) -> str | None:
     raise ValueError(f"pause group {group!r} has already {done}; a new member would never be continued")
 
 
-def members_of(pause: Pause, now: datetime, pauses: PauseQuerySet) -> list[Pause]:
-    """Every pause of ``pause``'s group in mint order, read from ``pauses`` with their effective
-    status (``[pause]`` without a group)."""
-    if pause.group is None:
-        return [pause]
-    return list(pauses.in_group(pause.group).with_effective_status(now).order_by("created_at", "pk"))
+def run_of(jti: str, now: datetime, pauses: PauseQuerySet) -> tuple[Pause | None, list[Pause]]:
+    """The pause ``jti`` and every pause its continuation moves (its group's members in mint
+    order, or itself alone), with their effective status and owner, in one read: the pause by its
+    jti, its group's members by the group index (a lone pause matches nothing there). ``(None, [])``
+    when it is not in the ledger."""
+    group = pauses.filter(jti=jti, group__isnull=False).values("group")[:1]
+    rows = list(
+        pauses.select_related("owner")
+        .with_effective_status(now)
+        .filter(Q(jti=jti) | Q(group=Subquery(group)))
+        .order_by("created_at", "pk")
+    )
+    pause = next((row for row in rows if row.jti == jti), None)
+    return (pause, rows) if pause is not None else (None, [])

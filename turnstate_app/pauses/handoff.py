@@ -16,7 +16,8 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -41,6 +42,10 @@ class ResumedPause:
     claims: PauseClaims
     answer: Any
     checkpoint: TurnCheckpoint | None
+    answered_at: datetime | None = field(default=None, compare=False)
+    """When the answer was given (None: not known here), for the continuation's delay."""
+    answer_traceparent: str | None = field(default=None, compare=False)
+    """The trace the answer was given in (None: none), which the continuation's span links to."""
 
     @property
     def resumable(self) -> bool:
@@ -168,4 +173,10 @@ def rebuild_resumed(pause: Pause, store: TurnCheckpointStore) -> ResumedPause:
     claims = pause.claims
     stored = store.read_answer_sync(claims) if store.wired else None
     answer = None if stored is None else json.loads(stored)
-    return ResumedPause(claims=claims, answer=answer, checkpoint=store.find_sync(claims))
+    return ResumedPause(
+        claims=claims,
+        answer=answer,
+        checkpoint=store.find_sync(claims),
+        answered_at=pause.answered_at,
+        answer_traceparent=pause.answer_traceparent,
+    )

@@ -112,4 +112,10 @@ def rebuilt(pause: Pause, store: TurnCheckpointStore) -> ResumedPause | None:
     except ValueError as exc:
         raise ValueError(f"its answer row (answer:{claims.jti}) is not JSON: {exc}") from exc
     checkpoint = store.find_sync(claims)
-    return ResumedPause(claims=claims, answer=answer, checkpoint=checkpoint)
+    return ResumedPause(
+        claims=claims,
+        answer=answer,
+        checkpoint=checkpoint,
+        answered_at=pause.answered_at,
+        answer_traceparent=pause.answer_traceparent,
+    )

@@ -134,7 +134,9 @@ def _resume(
         # with a serialization failure): say what the ledger holds now.
         refuse_unless_pending(ledger_row(using, claims.jti, now), now, using)
         raise PauseAlreadyAnsweredError(f"pause {claims.jti!r} was answered concurrently") from None
-    resumed = ResumedPause(claims=claims, answer=answer, checkpoint=checkpoint)
+    resumed = ResumedPause(
+        claims=claims, answer=answer, checkpoint=checkpoint, answered_at=now, answer_traceparent=trace
+    )
     transaction.on_commit(lambda: after_answer(resumed), using=using)
     return resumed, pause.created_at
 

@@ -52,6 +52,7 @@ from turnstate_app.contrib.langgraph.interrupts import (
     thread_of,
 )
 from turnstate_app.contrib.langgraph.ledger import already_paused
+from turnstate_app.contrib.langgraph.saver import one_head_read
 from turnstate_app.contrib.langgraph.strict import is_refused_answer, strict, unknown_interrupt_error
 from turnstate_app.pauses import (
     Continuation,
@@ -68,6 +69,9 @@ from turnstate_app.pauses.thread_turns import aturn_of, turn_of
 from turnstate_app.ports import get_default_store
 
 Mint = Callable[..., MintedPause]
+
+INTERRUPTED = "__interrupt__"
+"""The key of ``invoke``'s output under which LangGraph lists the interrupts a run stopped at."""
 
 
 # -- pausing ------------------------------------------------------------------------------
@@ -167,15 +171,17 @@ def continue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
     pause's graph name.
     """
     head = _Head(graph, _thread_head(resumed.claims))
-    return continue_once(resumed, partial(_continue, head), agent=name_of(graph), still_shown=head.shown)
+    with one_head_read(resumed.claims.thread_id):
+        return continue_once(resumed, partial(_continue, head), agent=name_of(graph), still_shown=head.shown)
 
 
 async def acontinue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
     """:func:`continue_graph` for async code: ``ainvoke`` on the graph, the same guarantees."""
     head = _Head(graph, _thread_head(resumed.claims))
-    return await acontinue_once(
-        resumed, partial(_acontinue, head), agent=name_of(graph), still_shown=head.ashown
-    )
+    with one_head_read(resumed.claims.thread_id):
+        return await acontinue_once(
+            resumed, partial(_acontinue, head), agent=name_of(graph), still_shown=head.ashown
+        )
 
 
 @dataclass
@@ -226,7 +232,8 @@ def _continue(reading: _Head, continuation: Continuation) -> Any:
         if refusal is None:
             raise
         raise refusal from exc
-    _mint_unpaused(graph, head, graph.get_state(head), continuation.mint_next)
+    if _may_have_stopped(output):
+        _mint_unpaused(graph, head, graph.get_state(head), continuation.mint_next)
     return output
 
 
@@ -241,6 +248,8 @@ async def _acontinue(reading: _Head, continuation: Continuation) -> Any:
         if refusal is None:
             raise
         raise refusal from exc
+    if not _may_have_stopped(output):
+        return output
     snapshot = await graph.aget_state(head)
     pending = pending_interrupts(snapshot)
     taken = await sync_to_async(already_paused, thread_sensitive=True)(
@@ -249,6 +258,14 @@ async def _acontinue(reading: _Head, continuation: Continuation) -> Any:
     for fields in _mint_fields(graph, head, snapshot, pending, taken):
         await continuation.amint_next(**fields)
     return output
+
+
+def _may_have_stopped(output: Any) -> bool:
+    """Whether the run may have stopped at interrupts, so the head is read for them. LangGraph's
+    ``invoke`` returns the state's values with the interrupts it stopped at under
+    ``__interrupt__``: values without that key ended the run, and the head it wrote last is not
+    read again. Any other output (another stream mode) is read from the head."""
+    return not isinstance(output, dict) or INTERRUPTED in output
 
 
 def _resume_of(continuation: Continuation) -> tuple[RunnableConfig, dict[str, Any]]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import builtins
 import random
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
@@ -102,6 +104,56 @@ class _PreparedPut:
 
 _checkpoint_model: Any = None
 
+_MISSED: Any = object()
+
+
+class _HeadRead:
+    """A thread's head as :func:`one_head_read` keeps it: the rows the first read fetched, from
+    which the next read of that head builds its own tuple (LangGraph changes the one it is
+    given), then let go; any write of the saver lets them go too."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self.place: tuple[str, str] | None = None
+        self.found: Any = _MISSED
+        self.spent = False
+
+    def take(self, thread_id: str, place: tuple[str, str]) -> Any:
+        """The kept rows of this head (None: it has no checkpoint; ``_MISSED``: none kept, read it)."""
+        if self.spent or thread_id != self.thread_id or self.found is _MISSED or self.place != place:
+            return _MISSED
+        found, self.found, self.spent = self.found, _MISSED, True
+        return found
+
+    def keep(self, thread_id: str, place: tuple[str, str], found: Any) -> None:
+        if not self.spent and thread_id == self.thread_id and self.found is _MISSED:
+            self.place, self.found = place, found
+
+    def forget(self) -> None:
+        self.found, self.spent = _MISSED, True
+
+
+_head_read: ContextVar[_HeadRead | None] = ContextVar("turnstate_langgraph_head_read", default=None)
+
+
+@contextmanager
+def one_head_read(thread_id: str) -> Iterator[None]:
+    """Within the block, the head of ``thread_id`` is read from the database once: the next read of
+    it (the run that starts from the head a continuation just checked) gets the same tuple, which
+    is then let go, as it is by any write of the saver meanwhile. For a continuation holding the
+    thread's turn, so nothing else moves the head between its check and its run."""
+    token = _head_read.set(_HeadRead(thread_id))
+    try:
+        yield
+    finally:
+        _head_read.reset(token)
+
+
+def _forget_head() -> None:
+    kept = _head_read.get()
+    if kept is not None:
+        kept.forget()
+
 
 def _model() -> Any:
     global _checkpoint_model
@@ -174,6 +226,34 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         if checkpoint_id:
             refuse_lone_surrogate("checkpoint_id", checkpoint_id)
         alias = self.using or router.db_for_read(_checkpoint_model or _model())
+        kept = None if checkpoint_id else _head_read.get()
+        taken = _MISSED if kept is None else kept.take(thread_id, (alias, ns_key))
+        if taken is None:
+            return None
+        if taken is _MISSED:
+            fetched = self._fetch(alias, thread_id, ns_key, checkpoint_id, keep=keep)
+            if kept is not None:  # the rows as fetched: the next read builds its own tuple from them
+                kept.keep(thread_id, (alias, ns_key), None if fetched is None else (fetched[0], fetched[2]))
+            if fetched is None:
+                return None
+            found, body, blobs = fetched
+        else:
+            found, blobs = taken
+            body = decode_body(self.serde, thread_id, found[0][:CHECKPOINT_WIDTH])
+        row = found[0][:CHECKPOINT_WIDTH]
+        # the checkpoint's 7 columns, then a write's: task_id, path, idx, channel, type, blob, key id
+        writes = [
+            (r[8] or "", r[7], int(r[9]), r[10], r[11], r[12], r[13]) for r in found if r[7] is not None
+        ]
+        return build_tuple(
+            self.serde, thread_id, ns, ns_key, row, body, blobs, {(thread_id, ns_key, row[1]): writes}
+        )
+
+    def _fetch(
+        self, alias: str, thread_id: str, ns_key: str, checkpoint_id: str | None, *, keep: bool
+    ) -> tuple[list[Any], dict[str, Any], Any] | None:
+        """A checkpoint's rows (with its pending writes), its decoded body and the values it keeps
+        elsewhere; None when there is none."""
         if checkpoint_id:
             sql = statements.get_checkpoint(alias, True)
             params: tuple[Any, ...] = (thread_id, ns_key, checkpoint_id, thread_id, ns_key)
@@ -184,16 +264,9 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             found = fetch(connection, sql, params)
             if not found:
                 return None
-            row = found[0][:CHECKPOINT_WIDTH]
-            body = decode_body(self.serde, thread_id, row)
+            body = decode_body(self.serde, thread_id, found[0][:CHECKPOINT_WIDTH])
             blobs = self._blobs(connection, [(thread_id, ns_key, body)]) if stored_elsewhere(body) else {}
-        # the checkpoint's 7 columns, then a write's: task_id, path, idx, channel, type, blob, key id
-        writes = [
-            (r[8] or "", r[7], int(r[9]), r[10], r[11], r[12], r[13]) for r in found if r[7] is not None
-        ]
-        return build_tuple(
-            self.serde, thread_id, ns, ns_key, row, body, blobs, {(thread_id, ns_key, row[1]): writes}
-        )
+        return found, body, blobs
 
     def _blobs(
         self, connection: BaseDatabaseWrapper, found: Sequence[tuple[str, str, dict[str, Any]]]
@@ -415,6 +488,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         )
 
     def _store_put(self, prepared: _PreparedPut, *, keep: bool) -> None:
+        _forget_head()
         alias = prepared.alias
         with borrowed(alias, keep=keep) as connection:
             checkpoint_params = [
@@ -482,6 +556,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         return alias, statements.put_writes(alias, len(writes), overwrite), params
 
     def _store_writes(self, alias: str, sql: str, params: builtins.list[Any], *, keep: bool) -> None:
+        _forget_head()
         with borrowed(alias, keep=keep) as connection:
             run_writes(connection, [(sql, params)])
 
@@ -503,6 +578,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         run_sync(self._write_alias(), self._prune, threads, strategy, "prune", keep=False)
 
     def _maintain(self, operation: Callable[..., T], *args: Any, keep: bool) -> T:
+        _forget_head()
         alias = self._write_alias()
         with borrowed(alias, keep=keep):
             return operation(alias, *args)

@@ -62,6 +62,7 @@ def pause_approvals(
     data = result.to_state().to_json()
     thread_id = session_id if session_id is not None else run_id
     with transaction.atomic(using=router.db_for_write(Pause)):
+        # A taken run id raises out of this transaction, which rolls back whole: no savepoint.
         revision = insert_state(
             run_id=run_id,
             thread_id=thread_id,
@@ -69,9 +70,12 @@ def pause_approvals(
             agent=name,
             schema_version=str(data.get("$schemaVersion")),
             text=json.dumps(data),
+            savepoint=False,
         )
         minted: list[MintedPause] = []
-        for fields in mint_fields(approvals, run_id=run_id, revision=revision):
+        # The state row is this transaction's own: no one can erase it before the pauses commit
+        # with it, so it is not read back to earn ``resumable``.
+        for fields in mint_fields(approvals, run_id=run_id, revision=revision, written_here=True):
             call_id = fields["tool_call_id"]
             minted.append(
                 mint_pause(
@@ -113,9 +117,12 @@ def agent_name(agent: Any) -> str:
     return name
 
 
-def mint_fields(approvals: list[Approval], *, run_id: str, revision: str) -> list[dict[str, Any]]:
+def mint_fields(
+    approvals: list[Approval], *, run_id: str, revision: str, written_here: bool = False
+) -> list[dict[str, Any]]:
     """``mint_pause`` arguments of each approval, without the run's ids, owner and agent (the
-    caller's, or carried by ``mint_next``)."""
+    caller's, or carried by ``mint_next``). ``written_here``: the state row at ``revision`` was
+    written in the mint's own transaction, so ``resumable`` needs no read of it."""
     group = group_of(run_id, revision)
     scope_hash = hashlib.sha256(run_id.encode("utf-8")).hexdigest()
     return [
@@ -130,7 +137,7 @@ def mint_fields(approvals: list[Approval], *, run_id: str, revision: str) -> lis
             "answer_schema": ANSWER_SCHEMA,
             "shown": approval.shown(),
             "group": group,
-            "resumable_check": stored_at_revision,
+            "resumable_check": None if written_here else stored_at_revision,
         }
         for approval in approvals
     ]

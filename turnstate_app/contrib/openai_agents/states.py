@@ -53,8 +53,12 @@ def insert_state(
     schema_version: str,
     text: str,
     using: str | None = None,
+    savepoint: bool = True,
 ) -> str:
-    """Store a run's first state; its revision. ``ValueError`` when the run has one already."""
+    """Store a run's first state; its revision. ``ValueError`` when the run has one already.
+
+    ``savepoint``: a taken run id leaves the caller's transaction usable. False for a caller whose
+    transaction rolls back whole on that error anyway (the savepoint would cost two statements)."""
     revision = new_revision()
     alias = _alias(using)
     state, key_id = encode_state(text, thread_id=thread_id)
@@ -69,9 +73,7 @@ def insert_state(
         encryption_key_id=key_id,
     )
     try:
-        with transaction.atomic(
-            using=alias
-        ):  # a savepoint: a taken run id leaves the caller's transaction usable
+        with transaction.atomic(using=alias, savepoint=savepoint):
             row.save(using=alias, force_insert=True)
     except IntegrityError:
         raise ValueError(

@@ -31,6 +31,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 
 from turnstate_app.contrib.pydantic_ai.deferred import APPROVAL, approval_result, shown_call, tool_schemas
 from turnstate_app.contrib.pydantic_ai.pausing import mint_fields
+from turnstate_app.contrib.pydantic_ai.store import records_kept
 from turnstate_app.errors import ContinuationRefused
 from turnstate_app.pauses import Continuation, ContinueResult, ResumedPause, acontinue_once, continue_once
 
@@ -57,7 +58,8 @@ def continue_agent(
     def still_shown(member: ResumedPause) -> Any:
         return async_to_sync(latest.shown)(member)
 
-    return continue_once(resumed, run, agent=_name(agent), still_shown=still_shown)
+    with records_kept(resumed.claims.thread_id):
+        return continue_once(resumed, run, agent=_name(agent), still_shown=still_shown)
 
 
 async def acontinue_agent(
@@ -70,7 +72,8 @@ async def acontinue_agent(
     async def run(continuation: Continuation) -> Any:
         return await _continue(agent, continuation, latest, run_options)
 
-    return await acontinue_once(resumed, run, agent=_name(agent), still_shown=latest.shown)
+    with records_kept(resumed.claims.thread_id):
+        return await acontinue_once(resumed, run, agent=_name(agent), still_shown=latest.shown)
 
 
 def _name(agent: Any) -> str | None:

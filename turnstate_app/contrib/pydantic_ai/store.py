@@ -27,7 +27,9 @@ database: a revision read from a lagging replica would turn every save into a co
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -66,6 +68,44 @@ from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredE
 
 LOCK_CHUNK = 500  # ids per locking read: far under every database's parameter limit
 T = TypeVar("T")
+
+_MISSED: Any = object()
+
+
+class _KeptRecord:
+    """One conversation's record as :func:`records_kept` keeps it: the last one read or written,
+    handed to the next read of it and then let go."""
+
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self.record: Any = _MISSED
+
+    def take(self, conversation_id: str) -> Any:
+        if conversation_id != self.conversation_id:
+            return _MISSED
+        record, self.record = self.record, _MISSED
+        return record
+
+    def keep(self, conversation_id: str, record: ConversationRecord | None) -> None:
+        if conversation_id == self.conversation_id:
+            self.record = record
+
+
+_kept_record: ContextVar[_KeptRecord | None] = ContextVar("turnstate_pydantic_ai_kept_record", default=None)
+
+
+@contextmanager
+def records_kept(conversation_id: str) -> Iterator[None]:
+    """Within the block, a read of ``conversation_id``'s record right after the store read or wrote
+    it gets that record instead of a query: PydanticAI's ``save`` reads the record ``load`` read a
+    moment before, and a continuation that pauses again reads the record ``save`` just wrote. For
+    a continuation holding the conversation's turn; every write still names the revision it read,
+    so a record changed meanwhile is refused (``ConversationConflict``) as it would be anyway."""
+    token = _kept_record.set(_KeptRecord(conversation_id))
+    try:
+        yield
+    finally:
+        _kept_record.reset(token)
 
 
 class DjangoConversationStore(ConversationStore):
@@ -149,6 +189,16 @@ class DjangoConversationStore(ConversationStore):
 
     def read_record_sync(self, conversation_id: str) -> ConversationRecord | None:
         _readable("conversation_id", conversation_id)
+        kept = _kept_record.get()
+        if kept is not None:
+            record = kept.take(conversation_id)
+            if record is _MISSED:
+                record = self._fetch_record(conversation_id)
+                kept.keep(conversation_id, record)
+            return record  # type: ignore[no-any-return]
+        return self._fetch_record(conversation_id)
+
+    def _fetch_record(self, conversation_id: str) -> ConversationRecord | None:
         connection = connections[self.alias]
         with connection.cursor() as cursor:
             cursor.execute(statements.read_record(self.alias, RECORD_COLUMNS), [conversation_id])
@@ -234,9 +284,15 @@ class DjangoConversationStore(ConversationStore):
                     cursor.execute(statements.insert_entries(alias, len(part)), params)
                 except IntegrityError:  # an entry with one of these ids is stored: entries never change
                     raise ConversationConflict(conversation_id) from None
+        kept = _kept_record.get()
+        if kept is not None:
+            kept.keep(conversation_id, record)
 
     def delete_record_sync(self, conversation_id: str, *, expected_revision: str) -> None:
         _readable("conversation_id", conversation_id)
+        kept = _kept_record.get()
+        if kept is not None:
+            kept.take(conversation_id)
         _readable("expected_revision", expected_revision)
         alias = self.alias
         with transaction.atomic(using=alias):
