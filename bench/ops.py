@@ -50,18 +50,6 @@ STATUS_TARGET_RATIO = 1.5
 PURGE_TARGET_ROWS_PER_S = 50_000.0
 RSS_TARGET_MB = 150.0
 API = "/api/turnstate/"
-FIGURES = (
-    "pending",
-    "oldest_pending_age_seconds",
-    "awaiting_handoff",
-    "queued",
-    "running",
-    "stalled",
-    "unresumable",
-    "failed_groups",
-    "failed_continuations",
-)
-"""The figures of ``lifecycle_status()``, each computed by one query."""
 
 
 def setup_django(url: str) -> None:
@@ -516,7 +504,7 @@ def print_table(report: dict[str, Any]) -> None:
             cells.append(f"{op['median_ms']:>9.1f}  {times:>6}  {op['statements']:>3}q")
         print(f"{name:<24}" + "".join(f"{c:>{width}}" for c in cells))
     print(f"\n{'figure (median)':<24}" + f"{'counted       ms   ' + base:>{width}}" * len(sizes))
-    for name in FIGURES:
+    for name in first["figures"]:
         cells = []
         for s in sizes:
             fig = report["sizes"][s]["figures"][name]
