@@ -141,14 +141,14 @@ def test_a_run_that_raises_is_crashed_at_once_and_handed_again_only_when_an_oper
     assert Pause.objects.get(jti=jti).continuation == ContinuationState.CRASHED
 
     named = StringIO()
-    call_command("turnstate_redeliver", "--jti", jti, stdout=named)
+    call_command("turnstate_redeliver", f"--jti={jti}", stdout=named)
     assert "redelivered 1 pause(s)" in named.getvalue()
     [handled] = CONTINUED_BY_THE_HANDLER  # handed once, run once
     assert handled == ContinueResult(ran=True, output="recovered")
     assert Pause.objects.get(jti=jti).continuation == ContinuationState.CONTINUED
     assert lifecycle_status().failed_continuations == 0
     with pytest.raises(CommandError, match="not one to hand again"):
-        call_command("turnstate_redeliver", "--jti", jti, stdout=StringIO())
+        call_command("turnstate_redeliver", f"--jti={jti}", stdout=StringIO())
     assert len(CONTINUED_BY_THE_HANDLER) == 1
 
 

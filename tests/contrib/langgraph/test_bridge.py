@@ -442,7 +442,7 @@ def test_a_node_that_fails_after_its_answer_is_crashed_at_once_naming_the_except
     turnstate_settings["RESUME_HANDLER"] = f"{__name__}.continue_fragile"
     call_command("turnstate_redeliver", "--older-than", "0", stdout=StringIO())
     assert FRAGILE["results"] == []  # never by itself
-    call_command("turnstate_redeliver", "--jti", jti, stdout=StringIO())
+    call_command("turnstate_redeliver", f"--jti={jti}", stdout=StringIO())
 
     [result] = FRAGILE["results"]
     assert result.ran and result.output["log"] == ["booked:yes"]  # the answer was never dropped
