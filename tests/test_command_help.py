@@ -60,3 +60,34 @@ def test_the_example_project_s_manage_py_prints_the_help(name: str) -> None:
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert f"usage: manage.py {name}" in result.stdout
+
+
+def help_of(name: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """The help as one line of words: argparse wraps it to the terminal's width."""
+    ManagementUtility(["manage.py", "help", name]).execute()
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_each_threshold_s_help_reads_as_a_sentence(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_of("turnstate_status", capsys)
+    for sentence in (
+        "--max-pending N Exit with status 1 when more than N pauses are pending.",
+        "--max-pending-age S Exit with status 1 when the oldest pending pause has waited more than S "
+        "seconds.",
+        "--max-stalled N Exit with status 1 when more than N continuations are stalled: claimed longer "
+        "than STALLED_AFTER ago and unfinished.",
+        "--max-awaiting-handoff N Exit with status 1 when more than N answers wait for a hand-off to "
+        "RESUME_HANDLER that has not succeeded.",
+        "--count-limit N Where each count stops",
+        "--database ALIAS The database alias to read",
+    ):
+        assert sentence in text, sentence
+    assert '"breached"' in text and '"passed"' in text  # the JSON key, and its earlier name
+
+
+def test_every_option_that_takes_a_value_names_it_in_capitals(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse makes a metavar from the destination (``--count-limit COUNT_LIMIT``) when none is given."""
+    for name in OURS:
+        text = help_of(name, capsys)
+        assert "COUNT_LIMIT" not in text and " LIMIT " not in text and " AFTER " not in text, name
+        assert " DATABASE " not in text and " THREAD " not in text and " JTI " not in text, name

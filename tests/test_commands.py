@@ -127,12 +127,27 @@ def test_purge_thread_erases_one_thread_whatever_its_state() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--older-than", "-3"], "--older-than: must be at least 1 day, not -3"),
-        (["--older-than", "0"], "--older-than: must be at least 1 day, not 0"),
-        (["--older-than", "ten"], "--older-than: must be a whole number of days, not 'ten'"),
-        (["--older-than", "1.5"], "--older-than: must be a whole number of days, not '1.5'"),
-        (["--older-than", "30", "--batch-size", "0"], "--batch-size: must be between 1 and 5000, not 0"),
-        (["--older-than", "30", "--batch-size", "x"], "--batch-size: must be a whole number, not 'x'"),
+        (
+            ["--older-than", "-3"],
+            "--older-than: must not be negative: a whole number from 1 to 36500 days, not -3",
+        ),
+        (["--older-than", "0"], "--older-than: must be a whole number from 1 to 36500 days, not 0"),
+        (["--older-than", "ten"], "--older-than: must be a whole number from 1 to 36500 days, not 'ten'"),
+        (["--older-than", "1.5"], "--older-than: must be a whole number from 1 to 36500 days, not '1.5'"),
+        (
+            ["--older-than", "3000000"],
+            "--older-than: must be a whole number from 1 to 36500 days, not 3000000",
+        ),
+        (
+            ["--older-than", "30", "--batch-size", "0"],
+            "--batch-size: must be a whole number from 1 to 5000, not 0",
+        ),
+        (
+            ["--older-than", "30", "--batch-size", "x"],
+            "--batch-size: must be a whole number from 1 to 5000, not 'x'",
+        ),
+        (["--thread", "a\x00b"], "--thread: must not contain a NUL character, not 'a\\\\x00b'"),
+        (["--thread", "\udcff"], "--thread: must be valid UTF-8 text"),
         ([], "one of the arguments --older-than --thread is required"),
         (["--older-than", "30", "--thread", "t"], "not allowed with argument"),
     ],
@@ -245,7 +260,28 @@ def test_a_limited_stream_names_the_next_page_on_stderr(five_tied: list[str]) ->
 
 def test_a_limited_table_ends_with_the_next_cursor(five_tied: list[str]) -> None:
     text = run("turnstate_unresumable", "--limit", "4")
-    assert "4 unresumable pause(s)" in text and "next page: --after 2026-01-01T00:00:00+00:00~" in text
+    assert "4 of 5 unresumable pause(s) shown" in text
+    assert "next page: --after 2026-01-01T00:00:00+00:00~" in text
+
+
+def test_a_limited_table_says_how_many_are_shown_and_how_many_exist(both_kinds: dict[str, str]) -> None:
+    text = run("turnstate_unresumable", "--limit", "2")
+    assert "2 of 3 unresumable pause(s) shown" in text
+    cursor = text.split("next page: --after ", 1)[1].strip()
+    assert "1 of 3 unresumable pause(s) shown" in run("turnstate_unresumable", "--after", cursor)
+    assert "3 unresumable pause(s)\n" in run("turnstate_unresumable", "--limit", "3")
+
+
+def test_the_legend_explains_only_the_reasons_of_the_rows_listed(both_kinds: dict[str, str]) -> None:
+    newest = run("turnstate_unresumable", "--limit", "1")  # thread-5: its turn state failed at mint
+    assert "thread-5" in newest and "no turn state: " + UNRESUMABLE_NO_TURN_STATE in newest
+    assert UNRESUMABLE_NO_LEDGER not in newest
+    CheckpointMetadata.objects.filter(thread_id="legacy-4").update(
+        created_at=timezone.now() + timedelta(days=1)
+    )
+    legacy = run("turnstate_unresumable", "--limit", "1")
+    assert "legacy-4" in legacy and "no ledger: " + UNRESUMABLE_NO_LEDGER in legacy
+    assert UNRESUMABLE_NO_TURN_STATE not in legacy
 
 
 @pytest.mark.parametrize("args", [["--after", "yesterday"], ["--after", "1"], ["--limit", "0"]])

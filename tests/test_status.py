@@ -338,7 +338,7 @@ def test_the_command_prints_the_figures_as_json(turnstate_settings: Any) -> None
     a_day_of_pauses(turnstate_settings)
     text, code = status_command("--json")
     figures = json.loads(text)
-    assert code == 0 and figures["passed"] == []
+    assert code == 0 and figures["breached"] == figures["passed"] == []
     assert {key: figures[key] for key in COUNTS} == DAY
     assert figures["oldest_pending_age_seconds"] >= 3595
 
@@ -355,26 +355,43 @@ def test_the_command_prints_every_figure_as_text(turnstate_settings: Any) -> Non
 
 def test_a_passed_threshold_exits_1_and_names_the_figure(turnstate_settings: Any) -> None:
     a_day_of_pauses(turnstate_settings)
-    text, code = status_command("--max-pending-age", "1800", "--max-stalled", "1", "--max-pending", "10")
+    text, code = status_command("--max-pending-age", "1800", "--max-stalled", "1", "--max-pending", "2")
     assert code == 1
     lines = {line.split()[0] + " " + line.split()[1]: line for line in text.splitlines()}
-    assert lines["oldest pending"].endswith("(max 1800)  PASSED")
+    assert lines["oldest pending"].endswith("(max 1800)  OVER LIMIT")
     assert lines["stalled 1"].endswith("(max 1)")
-    assert lines["pending 3"].endswith("(max 10)")
-    with pytest.raises(CommandError, match=r"threshold passed: oldest_pending_age_seconds \d+ > 1800"):
+    assert lines["pending 3"].endswith("(max 2)  OVER LIMIT")
+    assert "PASSED" not in text
+    with pytest.raises(CommandError, match=r"over limit: oldest_pending_age_seconds \d+ > 1800"):
         call_command("turnstate_status", "--max-pending-age", "1800", stdout=StringIO())
+
+
+def test_the_json_names_the_breached_figures_and_keeps_passed_as_their_alias(turnstate_settings: Any) -> None:
+    a_day_of_pauses(turnstate_settings)
+    text, code = status_command("--json", "--max-pending", "2", "--max-stalled", "1")
+    figures = json.loads(text)
+    assert code == 1 and figures["breached"] == ["pending"]
+    assert figures["passed"] == figures["breached"]  # the earlier name, kept for one minor version
+
+
+def test_the_age_threshold_does_not_raise_where_counts_stop() -> None:
+    for _ in range(3):
+        mint()
+    text, code = status_command("--json", "--count-limit", "2", "--max-pending-age", "86400")
+    figures = json.loads(text)
+    assert code == 0 and figures["count_limit"] == 2 and figures["capped"] == ["pending"]
 
 
 def test_failed_continuations_past_their_threshold_exit_1(turnstate_settings: Any) -> None:
     a_day_of_pauses(turnstate_settings)
     text, code = status_command("--json", "--max-failed-continuations", "1", "--max-awaiting-handoff", "1")
-    assert code == 1 and json.loads(text)["passed"] == ["failed_continuations"]
+    assert code == 1 and json.loads(text)["breached"] == ["failed_continuations"]
 
 
 def test_thresholds_not_passed_exit_0(turnstate_settings: Any) -> None:
     a_day_of_pauses(turnstate_settings)
     text, code = status_command("--json", "--max-pending-age", "7200", "--max-unresumable", "1")
-    assert code == 0 and json.loads(text)["passed"] == []
+    assert code == 0 and json.loads(text)["breached"] == []
 
 
 def test_a_threshold_above_the_count_limit_is_still_judged() -> None:
@@ -382,7 +399,7 @@ def test_a_threshold_above_the_count_limit_is_still_judged() -> None:
         mint()
     text, code = status_command("--json", "--count-limit", "2", "--max-pending", "3")
     figures = json.loads(text)
-    assert code == 1 and figures["pending"] == 4 and figures["passed"] == ["pending"]
+    assert code == 1 and figures["pending"] == 4 and figures["breached"] == ["pending"]
 
 
 def test_a_negative_threshold_is_refused() -> None:

@@ -8,7 +8,7 @@ the primary key to break ties); a cursor is that key of the last row shown, as t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import Q
@@ -40,6 +40,9 @@ def keyset_after(keys: Sequence[str], cursor: str) -> Q:
             at, pk = datetime.fromisoformat(parts[0]), bounded_pk(parts[1])
             if timezone.is_naive(at):
                 raise ValueError(cursor)
+            # The database compares it in UTC, and a time near year 1 or 9999 may have none
+            # (SQLite's adapter converts it only as the query runs, too late to refuse it).
+            at = at.astimezone(UTC)
             field = keys[0]
             return Q(**{f"{field}__lte": at}) & (Q(**{f"{field}__lt": at}) | Q(pk__lt=pk))
     except (ValueError, OverflowError) as error:

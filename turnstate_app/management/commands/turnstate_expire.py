@@ -10,8 +10,10 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.expiry import ExpiryBatch, ExpiryResult, expire_overdue
 from turnstate_app.management.base import TurnstateCommand
-from turnstate_app.management.commands.turnstate_purge import batch_size
+from turnstate_app.management.options import bounded_int
 from turnstate_app.retention import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
+
+batch_size = bounded_int(1, MAX_BATCH_SIZE)
 
 
 class Command(TurnstateCommand):
@@ -24,7 +26,8 @@ class Command(TurnstateCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
+        self.add_checked(
+            parser,
             "--batch-size",
             type=batch_size,
             default=DEFAULT_BATCH_SIZE,

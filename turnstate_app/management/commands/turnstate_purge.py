@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from datetime import timedelta
 from typing import Any, cast
 
@@ -12,6 +11,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.management.base import TurnstateCommand
+from turnstate_app.management.options import MAX_DAYS, bounded_int, identifier
 from turnstate_app.models import Pause
 from turnstate_app.retention import (
     DEFAULT_BATCH_SIZE,
@@ -22,25 +22,8 @@ from turnstate_app.retention import (
     purge_pauses,
 )
 
-
-def positive_days(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of days, not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be at least 1 day, not {value}")
-    return value
-
-
-def batch_size(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-    if not 1 <= value <= MAX_BATCH_SIZE:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_BATCH_SIZE}, not {value}")
-    return value
+days = bounded_int(1, MAX_DAYS, "days")
+batch_size = bounded_int(1, MAX_BATCH_SIZE)
 
 
 class Command(TurnstateCommand):
@@ -54,16 +37,20 @@ class Command(TurnstateCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         what = parser.add_mutually_exclusive_group(required=True)
-        what.add_argument(
+        self.add_checked(
+            what,
             "--older-than",
-            type=positive_days,
+            type=days,
             metavar="DAYS",
             help=gettext(
-                "Pauses whose last event (answered_at, else expires_at) is older than this many days."
-            ),
+                "Pauses whose last event (answered_at, else expires_at) is more than DAYS days old "
+                "(1 to {maximum})."
+            ).format(maximum=MAX_DAYS),
         )
-        what.add_argument(
+        self.add_checked(
+            what,
             "--thread",
+            type=identifier,
             metavar="ID",
             help=gettext("Erase every pause and row of this thread, whatever its state."),
         )
@@ -75,7 +62,8 @@ class Command(TurnstateCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help=gettext("Count what would be deleted; delete nothing.")
         )
-        parser.add_argument(
+        self.add_checked(
+            parser,
             "--batch-size",
             type=batch_size,
             default=DEFAULT_BATCH_SIZE,

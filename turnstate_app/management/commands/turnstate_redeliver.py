@@ -4,7 +4,6 @@ were claimed and never returned."""
 
 from __future__ import annotations
 
-import argparse
 from datetime import timedelta
 from typing import Any, cast
 
@@ -15,19 +14,11 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.conf import conf
 from turnstate_app.management.base import TurnstateCommand
+from turnstate_app.management.options import MAX_SECONDS, bounded_int, identifier
 from turnstate_app.models import Pause
 from turnstate_app.pauses import Redelivery, redeliver
 
-
-def non_negative_seconds(text: str) -> int:
-    """argparse's own error, so a shell sees a usage line (exit 2) and call_command a CommandError."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of seconds, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
-    return value
+seconds = bounded_int(0, MAX_SECONDS, "seconds")
 
 
 class Command(TurnstateCommand):
@@ -40,17 +31,21 @@ class Command(TurnstateCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
+        self.add_checked(
+            parser,
             "--older-than",
-            type=non_negative_seconds,
+            type=seconds,
             default=60,
             metavar="SECONDS",
             help=gettext(
-                "Only pauses answered at least this long ago (default 60: leave in-flight hand-offs alone)."
-            ),
+                "Only pauses answered at least SECONDS ago (0 to {maximum}; default 60: leave in-flight "
+                "hand-offs alone)."
+            ).format(maximum=MAX_SECONDS),
         )
-        parser.add_argument(
+        self.add_checked(
+            parser,
             "--jti",
+            type=identifier,
             metavar="ID",
             help=gettext(
                 "Only this pause, whatever its age; a continuation that crashed (the run raised) is "

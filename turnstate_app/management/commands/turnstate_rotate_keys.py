@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any, cast
 
 from django.core.management.base import CommandError, CommandParser
@@ -11,18 +10,11 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.conf import conf
 from turnstate_app.management.base import TurnstateCommand
+from turnstate_app.management.options import bounded_int
 from turnstate_app.rotation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, TableCounts, rotate, survey
 from turnstate_app.sealed_tables import registered
 
-
-def batch_size(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-    if not 1 <= value <= MAX_BATCH_SIZE:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_BATCH_SIZE}, not {value}")
-    return value
+batch_size = bounded_int(1, MAX_BATCH_SIZE)
 
 
 class Command(TurnstateCommand):
@@ -42,7 +34,8 @@ class Command(TurnstateCommand):
             action="store_true",
             help=gettext("Count clear, old-key and unreadable rows per table; change nothing."),
         )
-        parser.add_argument(
+        self.add_checked(
+            parser,
             "--batch-size",
             type=batch_size,
             default=DEFAULT_BATCH_SIZE,

@@ -11,6 +11,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.management.base import TurnstateCommand
+from turnstate_app.management.options import MAX_COUNT, MAX_SECONDS, bounded_int, database_alias
 from turnstate_app.status import COUNTS, DEFAULT_COUNT_LIMIT, LifecycleStatus, lifecycle_status
 
 THRESHOLDS: dict[str, str] = {
@@ -35,68 +36,113 @@ class Command(TurnstateCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--json", action="store_true", help=gettext("Print one JSON document."))
         parser.add_argument(
-            "--database",
-            default=DEFAULT_DB_ALIAS,
-            help=gettext("The database alias to read (default: default)."),
-        )
-        parser.add_argument(
-            "--count-limit",
-            type=positive,
-            default=DEFAULT_COUNT_LIMIT,
+            "--json",
+            action="store_true",
             help=gettext(
-                "Where each count stops (it then reads 'at least'); raised above any threshold given."
+                'Print one JSON document; "breached" lists the figures over their --max-... limit '
+                '("passed", the same list under its earlier name, is kept for one minor version).'
             ),
         )
+        self.add_checked(
+            parser,
+            "--database",
+            default=DEFAULT_DB_ALIAS,
+            type=database_alias,
+            metavar="ALIAS",
+            help=gettext("The database alias to read (default: default)."),
+        )
+        self.add_checked(
+            parser,
+            "--count-limit",
+            type=bounded_int(1, MAX_COUNT),
+            default=DEFAULT_COUNT_LIMIT,
+            metavar="N",
+            help=gettext(
+                "Where each count stops (it then reads 'at least'; default {default}, max {maximum}); "
+                "raised above any count threshold given."
+            ).format(default=DEFAULT_COUNT_LIMIT, maximum=MAX_COUNT),
+        )
+        count = bounded_int(0, MAX_COUNT)
         described = {
-            "max_pending": gettext("pending pauses"),
-            "max_pending_age": gettext("seconds the oldest pending pause has waited"),
-            "max_awaiting_handoff": gettext("answers whose hand-off to RESUME_HANDLER has not succeeded"),
-            "max_stalled": gettext("continuations claimed longer than STALLED_AFTER ago, unfinished"),
-            "max_unresumable": gettext("pending pauses whose run this store cannot continue"),
-            "max_failed_groups": gettext("pause groups that will not continue by themselves"),
-            "max_failed_continuations": gettext("continuations that failed, crashed or were refused"),
+            "max_pending": ("N", count, gettext("Exit with status 1 when more than N pauses are pending.")),
+            "max_pending_age": (
+                "S",
+                bounded_int(0, MAX_SECONDS, "seconds"),
+                gettext("Exit with status 1 when the oldest pending pause has waited more than S seconds."),
+            ),
+            "max_awaiting_handoff": (
+                "N",
+                count,
+                gettext(
+                    "Exit with status 1 when more than N answers wait for a hand-off to RESUME_HANDLER "
+                    "that has not succeeded."
+                ),
+            ),
+            "max_stalled": (
+                "N",
+                count,
+                gettext(
+                    "Exit with status 1 when more than N continuations are stalled: claimed longer than "
+                    "STALLED_AFTER ago and unfinished."
+                ),
+            ),
+            "max_unresumable": (
+                "N",
+                count,
+                gettext(
+                    "Exit with status 1 when more than N pending pauses cannot be continued by this store."
+                ),
+            ),
+            "max_failed_groups": (
+                "N",
+                count,
+                gettext("Exit with status 1 when more than N pause groups will not continue by themselves."),
+            ),
+            "max_failed_continuations": (
+                "N",
+                count,
+                gettext("Exit with status 1 when more than N continuations failed, crashed or were refused."),
+            ),
         }
-        for dest, what in described.items():
-            parser.add_argument(
-                "--" + dest.replace("_", "-"),
-                dest=dest,
-                type=non_negative,
-                metavar="N" if dest != "max_pending_age" else "S",
-                help=gettext("Exit with status 1 when there are more %(what)s than this.") % {"what": what},
+        for dest, (metavar, validator, text) in described.items():
+            self.add_checked(
+                parser, "--" + dest.replace("_", "-"), dest=dest, type=validator, metavar=metavar, help=text
             )
 
     def handle(self, *args: Any, **options: Any) -> None:
         thresholds = {
             figure: options[dest] for dest, figure in THRESHOLDS.items() if options[dest] is not None
         }
-        limit = max([options["count_limit"], *(value + 1 for value in thresholds.values())])
-        status = lifecycle_status(using=options["database"], limit=limit)
+        # A count threshold above where counts stop raises it (an age is no count).
+        counted = [bound + 1 for figure, bound in thresholds.items() if figure in COUNTS]
+        status = lifecycle_status(using=options["database"], limit=max([options["count_limit"], *counted]))
         figures = status.as_dict()
-        passed = {
+        breached = {
             figure: bound
             for figure, bound in thresholds.items()
             if figures[figure] is not None and figures[figure] > bound
         }
         if options["json"]:
-            self.stdout.write(json.dumps({**figures, "passed": sorted(passed)}, ensure_ascii=False, indent=2))
+            names = sorted(breached)
+            document = {**figures, "breached": names, "passed": names}
+            self.stdout.write(json.dumps(document, ensure_ascii=False, indent=2))
         else:
-            self.stdout.write(table(status, thresholds, passed))
-        if passed:
+            self.stdout.write(table(status, thresholds, breached))
+        if breached:
             raise CommandError(
-                gettext("threshold passed: %(figures)s")
+                gettext("over limit: %(figures)s")
                 % {
                     "figures": ", ".join(
-                        f"{name} {figures[name]} > {bound}" for name, bound in passed.items()
+                        f"{name} {figures[name]} > {bound}" for name, bound in breached.items()
                     )
                 },
                 returncode=1,
             )
 
 
-def table(status: LifecycleStatus, thresholds: dict[str, int], passed: dict[str, int]) -> str:
-    """One figure per line, its threshold beside it, and ``PASSED`` where it was passed."""
+def table(status: LifecycleStatus, thresholds: dict[str, int], breached: dict[str, int]) -> str:
+    """One figure per line, its threshold beside it, and ``OVER LIMIT`` where it is above it."""
     figures = status.as_dict()
     lines = []
     for name in ("pending", "oldest_pending_age_seconds", *COUNTS[1:]):
@@ -104,20 +150,6 @@ def table(status: LifecycleStatus, thresholds: dict[str, int], passed: dict[str,
         shown = "-" if value is None else f"{value}+" if name in status.capped else str(value)
         line = f"{name.replace('_', ' '):<28} {shown:>10}"
         if name in thresholds:
-            line += f"  (max {thresholds[name]}){'  PASSED' if name in passed else ''}"
+            line += f"  (max {thresholds[name]}){'  OVER LIMIT' if name in breached else ''}"
         lines.append(line)
     return "\n".join(lines)
-
-
-def positive(text: str) -> int:
-    value = non_negative(text)
-    if value == 0:
-        raise ValueError(text)
-    return value
-
-
-def non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value

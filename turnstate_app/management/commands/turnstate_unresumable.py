@@ -17,11 +17,12 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.keyset import BadCursorError, cursor_of, keyset_after
 from turnstate_app.management.base import TurnstateCommand
+from turnstate_app.management.options import bounded_int, cursor
 from turnstate_app.models import UNRESUMABLE_NO_LEDGER, UNRESUMABLE_NO_TURN_STATE, UnresumablePause
+from turnstate_app.status import DEFAULT_COUNT_LIMIT
 
 FIELDS = ("thread_id", "checkpoint_id", "key", "jti", "created_at", "has_ledger", "reason")
 HEADER = ("AGE", "THREAD", "CHECKPOINT", "REQUEST KEY", "JTI", "WHY")
-LEGEND = f"no ledger: {UNRESUMABLE_NO_LEDGER}\nno turn state: {UNRESUMABLE_NO_TURN_STATE}"
 
 
 def age(seconds: int) -> str:
@@ -46,24 +47,30 @@ class Command(TurnstateCommand):
             action="store_true",
             help=gettext("Print one JSON document per row, streamed (constant memory, any size)."),
         )
-        parser.add_argument(
+        self.add_checked(
+            parser,
             "--limit",
-            type=int,
-            help=gettext("At most this many rows; when more follow, the cursor of the next page is printed."),
+            type=bounded_int(1, MAX_PAGE),
+            metavar="N",
+            help=gettext(
+                "At most N rows (1 to {maximum}); when more follow, the cursor of the next page is printed."
+            ).format(maximum=MAX_PAGE),
         )
-        parser.add_argument(
-            "--after", help=gettext("Start after this cursor (printed by a --limit run before).")
+        self.add_checked(
+            parser,
+            "--after",
+            type=cursor,
+            metavar="CURSOR",
+            help=gettext("Start after this cursor (printed by a --limit run before)."),
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["limit"] is not None and options["limit"] < 1:
-            raise CommandError(gettext("--limit must be at least 1"))
         rows = UnresumablePause.objects.order_by(*ORDER)
         if options["after"] is not None:
             try:
                 rows = rows.filter(keyset_after(KEYS, options["after"]))
             except BadCursorError as error:
-                raise CommandError(str(error)) from error
+                raise CommandError(f"--after: {error}") from error
         values = rows.values(*FIELDS, "pk")
         now = timezone.now()
         next_cursor = None
@@ -82,7 +89,9 @@ class Command(TurnstateCommand):
         elif options["json"]:
             self.write_document(shaped, next_cursor)
         else:
-            self.stdout.write(table(list(shaped)))
+            listed = list(shaped)
+            partial = next_cursor is not None or (options["after"] is not None and bool(listed))
+            self.stdout.write(table(listed, total=total_of() if partial else None))
         if next_cursor is not None and not options["json"]:
             (self.stderr if options["jsonl"] else self.stdout).write(f"next page: --after {next_cursor}")
 
@@ -104,6 +113,10 @@ class Command(TurnstateCommand):
 ORDER = ("-created_at", "-pk")
 KEYS = ("created_at", "pk")
 STREAM_CHUNK = 1000
+MAX_PAGE = 100_000
+"""The most rows one ``--limit`` page holds in memory (``--jsonl`` alone streams any number)."""
+COUNT_CAP = DEFAULT_COUNT_LIMIT
+"""Where the count of a paged listing stops, as ``turnstate_status``'s counts do."""
 
 
 def shape(row: dict[str, Any], now: Any) -> dict[str, Any]:
@@ -120,8 +133,16 @@ def shape(row: dict[str, Any], now: Any) -> dict[str, Any]:
     }
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    """Aligned columns, the short form of each reason, and the long forms once below."""
+def total_of() -> str:
+    """How many unresumable pauses exist, counted no further than ``COUNT_CAP`` (one query)."""
+    total = UnresumablePause.objects.all()[:COUNT_CAP].count()
+    return f"at least {total}" if total >= COUNT_CAP else str(total)
+
+
+def table(rows: list[dict[str, Any]], *, total: str | None = None) -> str:
+    """Aligned columns, the short form of each reason, and the long form of each shown once below.
+
+    ``total`` is how many exist when the rows are one page of them."""
     if not rows:
         return "no unresumable pauses"
     lines = [HEADER] + [
@@ -140,8 +161,13 @@ def table(rows: list[dict[str, Any]]) -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     ]
-    stored = sorted({f"{short_reason(row)}: {row['reason']}" for row in rows if stored_reason(row)})
-    return "\n".join([*text, "", f"{len(rows)} unresumable pause(s)", LEGEND, *stored])
+    legend = sorted({f"{short_reason(row)}: {row['reason']}" for row in rows})
+    shown = (
+        f"{len(rows)} unresumable pause(s)"
+        if total is None
+        else f"{len(rows)} of {total} unresumable pause(s) shown"
+    )
+    return "\n".join([*text, "", shown, *legend])
 
 
 def short_reason(row: dict[str, Any]) -> str:
