@@ -231,3 +231,78 @@ def test_staff_holding_every_permission_still_only_look(
         == 403
     )
     assert Pause.objects.filter(pk=pk).exists()
+
+
+def row_cells(page: str, jti: str) -> dict[str, str]:
+    """The cells of the change list row of pause ``jti``, by column (``field-<name>``)."""
+    [row] = [chunk for chunk in page.split("<tr")[1:] if f'title="{jti}"' in chunk]
+    return dict(re.findall(r'<t[dh] class="field-([a-z_]+)[^"]*">(.*?)</t[dh]>', row, re.S))
+
+
+def test_the_pause_list_says_what_holds_now_and_what_was_recorded_at_pause(
+    admin_client: Client, both_kinds: dict[str, str]
+) -> None:
+    overdue = mint(7)
+    Pause.objects.filter(jti=overdue.claims.jti).update(expires_at="2020-01-01T00:00:00Z")
+    unresumable = {row.jti for row in UnresumablePause.objects.all()}
+
+    response = admin_client.get(CHANGE_LISTS[1])
+
+    page = response.content.decode()
+    head = page.split("<tbody", 1)[0]
+    assert "State recorded at pause" in head and "Resumable now" in head
+    now = {
+        jti: 'alt="True"' in row_cells(page, jti)["resumable_now"]
+        for jti in (*both_kinds.values(), overdue.claims.jti)
+    }
+    recorded = {
+        jti: 'alt="True"' in row_cells(page, jti)["recorded_at_pause"]
+        for jti in (both_kinds["lost"], both_kinds["failed"])
+    }
+    assert now == {
+        both_kinds["resumable"]: True,
+        both_kinds["lost"]: False,  # listed as unresumable, though its state was recorded at pause
+        both_kinds["failed"]: False,
+        both_kinds["answered"]: False,
+        overdue.claims.jti: False,  # past its age: no answer can resume it
+    }
+    assert recorded == {both_kinds["lost"]: True, both_kinds["failed"]: False}
+    assert not any(now.get(jti, False) for jti in unresumable if jti is not None)
+
+
+def test_a_pause_page_labels_what_was_recorded_and_what_holds_now(
+    admin_client: Client, both_kinds: dict[str, str]
+) -> None:
+    pk = Pause.objects.get(jti=both_kinds["lost"]).pk
+    page = admin_client.get(reverse("admin:turnstate_app_pause_change", args=[pk])).content.decode()
+    now = page.split('class="form-row field-resumable_now', 1)[1].split("</div>", 3)
+    recorded = page.split('class="form-row field-recorded_at_pause', 1)[1].split("</div>", 3)
+    assert "Resumable now" in now[0] + now[1] + now[2] and 'alt="False"' in "".join(now)
+    assert "State recorded at pause" in "".join(recorded) and 'alt="True"' in "".join(recorded)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ({"resumable_now": "1"}, {"thread-1"}),
+        ({"resumable_now": "0"}, {"thread-2", "thread-3", "thread-5", "thread-6"}),
+        ({"thread_id": "thread-3"}, {"thread-3"}),
+        ({"thread_id": "thread-3", "checkpoint_id": "nowhere"}, set()),
+    ],
+)
+def test_the_pause_list_filters_by_what_holds_now_and_by_thread_and_checkpoint(
+    admin_client: Client, both_kinds: dict[str, str], query: dict[str, str], expected: set[str]
+) -> None:
+    response = admin_client.get(CHANGE_LISTS[1], query)
+    assert response.status_code == 200, response.get("Location")
+    assert {row.thread_id for row in response.context["cl"].result_list} == expected
+
+
+def test_the_pause_list_filters_by_a_thread_and_its_checkpoint(
+    admin_client: Client, both_kinds: dict[str, str]
+) -> None:
+    pause = Pause.objects.get(jti=both_kinds["lost"])
+    query = {"thread_id": pause.thread_id, "checkpoint_id": pause.checkpoint_id}
+    response = admin_client.get(CHANGE_LISTS[1], query)
+    assert response.status_code == 200, response.get("Location")
+    assert [row.jti for row in response.context["cl"].result_list] == [pause.jti]

@@ -1,8 +1,11 @@
-"""The unresumable page as an operator sees it: a real Chromium, logged in through the admin's form.
+"""The admin as an operator sees it: a real Chromium, logged in through the admin's form. The
+unresumable page, the pauses list (what holds now beside what was recorded at the pause), a
+pause and a row, a run state's JSON and a LangGraph checkpoint's state values, each readable at
+1440 px.
 
 Run by ``make test-e2e`` (which installs Debian's ``chromium`` and ``chromium-driver``);
 deselected from the normal run. With ``TURNSTATE_SCREENSHOTS=<folder>`` the same run saves the
-pages as PNGs at 1440 and 1024 px (``make screenshot``: ``docs/img/``).
+pages as PNGs at 1440 px (most also at 1024 px; ``make screenshot``: ``docs/img/``).
 """
 
 from __future__ import annotations
@@ -186,6 +189,7 @@ def test_the_lists_fit_1440_px_with_the_sidebar_open(
         lost(n, thread_id=f"{long_thread}-{n}")
         legacy_request(10 + n)
         answered(20 + n, thread_id=f"{long_thread}-answered-{n}")
+        mint(30 + n, thread_id=f"{long_thread}-waiting-{n}")
     browser.set_window_size(1440, 900)
     log_in(browser, live_server, admin_user, f"/admin/turnstate_app/{page}/")
 
@@ -195,8 +199,98 @@ def test_the_lists_fit_1440_px_with_the_sidebar_open(
     ids = browser.find_elements(By.CSS_SELECTOR, "#result_list span.turnstate-id")
     assert ids and all(span.get_attribute("title") for span in ids)
     assert any(span.get_attribute("title").startswith(long_thread) for span in ids)
-    for header in browser.find_elements(By.CSS_SELECTOR, "#result_list thead th"):
+    headers = browser.find_elements(By.CSS_SELECTOR, "#result_list thead th")
+    for header in headers:
         assert header.rect["x"] + header.rect["width"] <= window_width, header.text
+    if page == "pause":  # what holds now, and what was recorded at the pause, each named
+        assert {"resumable now", "state recorded at pause"} <= {header.text.lower() for header in headers}
+        now = [
+            cell.get_attribute("alt")
+            for cell in browser.find_elements(By.CSS_SELECTOR, "td.field-resumable_now img")
+        ]
+        assert sorted(now) == ["False"] * 6 + ["True"] * 3, now
     if folder := os.environ.get("TURNSTATE_SCREENSHOTS"):
         for width in WIDTHS:
             shoot(browser, folder, f"{shot}-{width}.png", width)
+
+
+FONT_SIZE = "return parseFloat(getComputedStyle(arguments[0]).fontSize)"
+PRE_BOX = """
+const pre = arguments[0];
+const box = pre.getBoundingClientRect();
+const fontSize = parseFloat(getComputedStyle(pre).fontSize);
+return [box.right, window.innerWidth, document.documentElement.scrollWidth, pre.scrollWidth,
+        pre.clientWidth, pre.scrollHeight, pre.clientHeight, fontSize];
+"""
+
+
+def assert_fits(browser: Any, pre: Any) -> None:
+    """The block stays inside the 1440 px window, its lines wrap (nothing scrolls sideways) and its
+    height is bounded: a long value scrolls inside it."""
+    right, window_width, document_width, inner, shown, _tall, high, font = browser.execute_script(
+        PRE_BOX, pre
+    )
+    assert right <= window_width and document_width <= window_width, (right, document_width, window_width)
+    assert inner <= shown, (inner, shown)
+    assert high <= 40 * font, (high, font)  # 32em and its padding
+
+
+def test_an_operator_reads_a_run_state_indented_and_wrapped_at_1440_px(
+    live_server: Any, browser: Any, admin_user: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from tests.contrib.openai_agents.agents import first_run, payments_agent
+    from turnstate_app.contrib.openai_agents import DjangoSession, pause_approvals
+    from turnstate_app.contrib.openai_agents.models import StoredRunState
+
+    agent = payments_agent()
+    session = DjangoSession("support-chat-run")
+    pause_approvals(
+        first_run(agent, session=session), agent=agent, run_id="run-1440", session_id="support-chat-run"
+    )
+    state = StoredRunState.objects.get(run_id="run-1440")
+    browser.set_window_size(1440, 900)
+    log_in(
+        browser, live_server, admin_user, f"/admin/turnstate_openai_agents/storedrunstate/{state.pk}/change/"
+    )
+
+    pre = browser.find_element(By.CSS_SELECTOR, ".field-run_state pre.turnstate-value")
+    assert pre.text.startswith("{\n") and '\n  "$schemaVersion": ' in pre.text  # indented, not one line
+    assert_fits(browser, pre)
+    scrolls = browser.execute_script("return arguments[0].scrollHeight > arguments[0].clientHeight", pre)
+    assert scrolls  # a whole run state is taller than the block: it scrolls inside, the page stays short
+    if folder := os.environ.get("TURNSTATE_SCREENSHOTS"):
+        shoot(browser, folder, "admin-json-1440.png", 1440, 1300)
+
+
+def test_an_operator_reads_a_langgraph_checkpoint_and_opens_its_pauses(
+    live_server: Any, browser: Any, admin_user: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from tests.contrib.langgraph.graphs import config, trip_graph
+    from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, pause_interrupts
+    from turnstate_app.contrib.langgraph.models import Checkpoint
+
+    graph = trip_graph(DjangoCheckpointSaver(), name="trip")
+    notes = (
+        "Notes: " + "a window seat, vegetarian meals, a late check-out; " * 12
+    )  # longer than the page is wide
+    trip = {"transcript": ["Lisbon, three nights, for two, from May 4", notes]}
+    graph.invoke(trip, config("support-trip-1440"))
+    [minted] = pause_interrupts(graph, config("support-trip-1440"), run_id="run-trip", session_id="s-trip")
+    head = Checkpoint.objects.get(thread_id="support-trip-1440", checkpoint_id=minted.claims.checkpoint_id)
+    browser.set_window_size(1440, 900)
+    log_in(browser, live_server, admin_user, f"/admin/turnstate_langgraph/checkpoint/{head.pk}/change/")
+
+    pre = browser.find_element(By.CSS_SELECTOR, ".field-state_values pre.turnstate-value")
+    assert '"transcript": [' in pre.text and '"Lisbon, three nights, for two, from May 4"' in pre.text
+    assert_fits(browser, pre)  # the notes wrap inside the block
+    assert pre.size["height"] > 12 * float(browser.execute_script(FONT_SIZE, pre)), pre.size
+    if folder := os.environ.get("TURNSTATE_SCREENSHOTS"):
+        shoot(browser, folder, "admin-langgraph-checkpoint-1440.png", 1440, 1250)
+
+    browser.find_element(By.LINK_TEXT, "pauses at this checkpoint").click()
+    rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")]
+    assert len(rows) == 1 and minted.claims.jti in rows[0]

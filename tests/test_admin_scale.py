@@ -104,3 +104,14 @@ def test_a_search_is_an_index_lookup(
     sql = list_query(admin_client, url, {"q": rows[term]}, LISTS[model][1])
     assert "LIKE" not in sql.upper()
     assert "Seq Scan" not in plan(sql), plan(sql)
+
+
+def test_the_pauses_that_can_be_resumed_now_are_read_through_an_index(
+    admin_client: Client, rows: dict[str, Any]
+) -> None:
+    """What holds now is judged per row by index probes (the store's unique key), from the
+    answerable pauses the status index finds; no scan of either table."""
+    response = admin_client.get(url_of("pause"), {"resumable_now": "1"})
+    assert {row.thread_id for row in response.context["cl"].result_list} == {"thread-12", "thread-11"}
+    sql = list_query(admin_client, url_of("pause"), {"resumable_now": "1"}, LISTS["pause"][1])
+    assert "Seq Scan" not in plan(sql), plan(sql)

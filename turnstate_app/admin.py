@@ -7,7 +7,6 @@ number of queries whatever the page holds.
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +29,14 @@ from turnstate_app import admin_display
 from turnstate_app.admin_display import VALUE_PREVIEW_CHARS
 from turnstate_app.after_answer import FIGURE
 from turnstate_app.keyset import BadCursorError, cursor_of, keyset_after
-from turnstate_app.managers import CLAIM_FIELDS, EFFECTIVE_STATUS, GROUP_STATE, GROUP_STATES
+from turnstate_app.managers import (
+    CLAIM_FIELDS,
+    EFFECTIVE_STATUS,
+    GROUP_STATE,
+    GROUP_STATES,
+    RESUMABLE_NOW,
+    effective_status_q,
+)
 from turnstate_app.models import (
     CheckpointMetadata,
     ContinuationState,
@@ -118,6 +124,32 @@ class GroupStateFilter(admin.SimpleListFilter):
         if value not in GROUP_STATES:
             return queryset
         return queryset.in_group_state(str(value), timezone.now())  # type: ignore[attr-defined, no-any-return]
+
+
+class ResumableNowFilter(admin.SimpleListFilter):
+    """By ``PauseQuerySet.with_resumable_now``; "yes" reads the answerable pauses through the status index."""
+
+    title = _("resumable now")
+    parameter_name = RESUMABLE_NOW
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("1", _("Yes")), ("0", _("No"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "1":
+            answerable = queryset.filter(effective_status_q(PauseStatus.PENDING, timezone.now()))
+            return answerable.filter(**{RESUMABLE_NOW: True})
+        if self.value() == "0":
+            return queryset.filter(**{RESUMABLE_NOW: False})
+        return queryset
+
+
+class RecordedAtPauseFilter(admin.BooleanFieldListFilter):
+    """The ``resumable`` field's filter, named for what the field holds: the outcome at mint."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.title = _("state recorded at pause")
 
 
 FIGURE_STATES = (ContinuationState.QUEUED, ContinuationState.RUNNING)
@@ -213,6 +245,8 @@ class KeysetChangeList(GuardedChangeList):
         try:
             rows_after = self.queryset if after is None else self.queryset.filter(keyset_after(keys, after))
         except BadCursorError as error:
+            message = _("This page's cursor is not one of this list's: showing the first page.")
+            self.model_admin.message_user(request, message, level="error")
             raise IncorrectLookupParameters(str(error)) from error
         rows = list(rows_after[: self.list_per_page + 1])
         self.has_more = len(rows) > self.list_per_page
@@ -337,9 +371,25 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
 class PauseAdmin(ReadOnlyAdmin):
     # Fits 1440 px with the navigation sidebar and the filters open: ids cut to their column
     # (whole on hover and on the pause's page), times as ages; expires_at is on the pause's page.
-    list_display = ("token_id", "thread", "effective_status", "resumable", "owner", "age", "answered")
+    list_display = (
+        "token_id",
+        "thread",
+        "effective_status",
+        RESUMABLE_NOW,
+        "recorded_at_pause",
+        "owner",
+        "age",
+        "answered",
+    )
     list_display_links = ("token_id",)
-    list_filter = (EffectiveStatusFilter, "resumable", ContinuationFilter, GroupStateFilter, AgeFilter)
+    list_filter = (
+        EffectiveStatusFilter,
+        ResumableNowFilter,
+        ("resumable", RecordedAtPauseFilter),
+        ContinuationFilter,
+        GroupStateFilter,
+        AgeFilter,
+    )
     list_select_related = ("owner",)
     search_fields = ("=jti", "=thread_id", "=run_id")
     search_help_text = _("A token id (jti), a thread id or a run id, exactly.")
@@ -347,6 +397,8 @@ class PauseAdmin(ReadOnlyAdmin):
     sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     readonly_fields = (
         "effective_status",
+        RESUMABLE_NOW,
+        "recorded_at_pause",
         "question",
         "answer",
         "store_rows",
@@ -369,7 +421,8 @@ class PauseAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Pause]:
         now = timezone.now()
-        return super().get_queryset(request).with_effective_status(now).with_group_state(now).with_figure(now)  # type: ignore[attr-defined, no-any-return]
+        pauses = super().get_queryset(request).with_resumable_now(now)  # type: ignore[attr-defined]
+        return pauses.with_effective_status(now).with_group_state(now).with_figure(now)  # type: ignore[no-any-return]
 
     @admin.display(description=_("jti"))
     def token_id(self, pause: Pause) -> str:
@@ -391,6 +444,16 @@ class PauseAdmin(ReadOnlyAdmin):
         ago = _("%(time)s ago") % {"time": timesince(pause.answered_at)}
         return format_html('<span title="{}">{}</span>', pause.answered_at.isoformat(), ago)
 
+    @admin.display(description=_("resumable now"), boolean=True)
+    def resumable_now(self, pause: Pause) -> bool:
+        """What holds now (``PauseQuerySet.with_resumable_now``), beside what was recorded at the pause."""
+        return bool(getattr(pause, RESUMABLE_NOW, False))
+
+    @admin.display(description=_("state recorded at pause"), boolean=True)
+    def recorded_at_pause(self, pause: Pause) -> bool:
+        """``resumable`` as earned at mint: whether the turn state was recorded then."""
+        return pause.resumable
+
     @admin.display(description=_("status"), ordering="status")
     def effective_status(self, pause: Pause) -> str:
         """What an answer now would meet: the ledger marks a pending pause expired only later."""
@@ -400,7 +463,18 @@ class PauseAdmin(ReadOnlyAdmin):
     fieldsets = (
         (
             None,
-            {"fields": ("jti", "effective_status", "resumable", "owner", "question", "answer", "store_rows")},
+            {
+                "fields": (
+                    "jti",
+                    "effective_status",
+                    RESUMABLE_NOW,
+                    "recorded_at_pause",
+                    "owner",
+                    "question",
+                    "answer",
+                    "store_rows",
+                )
+            },
         ),
         (
             _("claims"),
@@ -444,7 +518,7 @@ class PauseAdmin(ReadOnlyAdmin):
     def pretty_schema(self, pause: Pause) -> str:
         if pause.answer_schema is None:
             return str(_("— (any JSON answer)"))
-        return format_html("<pre>{}</pre>", json.dumps(pause.answer_schema, indent=2, ensure_ascii=False))
+        return admin_display.json_block(pause.answer_schema)
 
     @admin.display(description=_("question (request)"))
     def question(self, pause: Pause) -> str:

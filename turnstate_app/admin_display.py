@@ -7,6 +7,7 @@ Values are the app's own JSON, often a whole transcript: shown pretty-printed an
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -27,6 +28,25 @@ def pretty(raw: str) -> str:
         return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
     except ValueError:
         return raw
+
+
+def json_text(value: Any) -> str:
+    """``value`` as indented JSON: JSON text is parsed first (a text that is not JSON stays as it
+    is), and what JSON cannot hold is spelt as pydantic dumps it, or as its ``str``."""
+    if isinstance(value, str):
+        return pretty(value)
+    return json.dumps(value, indent=2, ensure_ascii=False, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else str(value)
+
+
+def json_block(value: Any) -> SafeString:
+    """``value`` indented, escaped, in the ``<pre>`` the stylesheet wraps and bounds (it scrolls):
+    one line of JSON would run past the page's width, and the data may hold markup."""
+    return format_html('<pre class="turnstate-value">{}</pre>', json_text(value))
 
 
 def shown_value(row: CheckpointMetadata) -> str:

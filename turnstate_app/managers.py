@@ -34,6 +34,9 @@ CLAIM_FIELDS: tuple[str, ...] = tuple(PauseClaims.model_fields)
 EFFECTIVE_STATUS = "effective_status"
 """The annotation :meth:`PauseQuerySet.with_effective_status` adds."""
 
+RESUMABLE_NOW = "resumable_now"
+"""The annotation :meth:`PauseQuerySet.with_resumable_now` adds."""
+
 UNRESUMABLE_NO_LEDGER = (
     "no ledger row: written by an older build or an interrupted mint; the question can be "
     "answered elsewhere, the run cannot be continued from this store"
@@ -219,6 +222,24 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
                     When(effective_status_q(PauseStatus.EXPIRED, now), then=Value(PauseStatus.EXPIRED.value)),
                     default=F("status"),
                     output_field=models.CharField(),
+                )
+            }
+        )
+
+    def with_resumable_now(self, now: datetime) -> PauseQuerySet:
+        """Annotate ``resumable_now``: an answer at ``now`` would be taken and the run continued
+        from this store (answerable and not :func:`stranded_q`, the unresumable list's rule).
+
+        ``resumable`` only says whether the turn state was recorded at mint; a turn state lost
+        since, an expiry or an answer changes this, not that.
+        """
+        return self.annotate(
+            **{
+                RESUMABLE_NOW: Case(
+                    When(stranded_q(now, self.model.store_model()), then=Value(False)),
+                    When(effective_status_q(PauseStatus.PENDING, now), then=Value(True)),
+                    default=Value(False),
+                    output_field=models.BooleanField(),
                 )
             }
         )

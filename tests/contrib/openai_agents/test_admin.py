@@ -19,6 +19,12 @@ STATES = "/admin/turnstate_openai_agents/storedrunstate/"
 ITEMS = "/admin/turnstate_openai_agents/storedsessionitem/"
 
 
+def shown_block(page: str, field: str) -> str:
+    """The text of the ``<pre>`` a read-only field of a change page shows, as the page holds it."""
+    row = page.split(f'class="form-row field-{field}', 1)[1]
+    return row.split('<pre class="turnstate-value">', 1)[1].split("</pre>", 1)[0]
+
+
 def paused_runs(first: int, n: int) -> None:
     agent = payments_agent()
     for i in range(first, first + n):
@@ -59,3 +65,16 @@ def test_the_pages_are_read_only_and_show_the_values(admin_client: Client) -> No
     assert StoredRunState.objects.count() == 1
     response: Any = admin_client.get(ITEMS)
     assert response.status_code == 200 and len(response.context["cl"].result_list) >= 1
+
+
+def test_a_run_state_and_a_session_item_are_indented_in_a_scrolling_block(admin_client: Client) -> None:
+    paused_runs(0, 1)
+    state = StoredRunState.objects.get()
+    item = StoredSessionItem.objects.order_by("pk").first()
+    assert item is not None
+
+    run_state = shown_block(admin_client.get(f"{STATES}{state.pk}/change/").content.decode(), "run_state")
+    session_item = shown_block(admin_client.get(f"{ITEMS}{item.pk}/change/").content.decode(), "session_item")
+
+    assert run_state.startswith("{\n") and "\n  &quot;$schemaVersion&quot;: " in run_state
+    assert session_item.startswith("{\n") and "\n  &quot;" in session_item

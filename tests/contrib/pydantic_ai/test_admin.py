@@ -24,6 +24,12 @@ pytestmark = pytest.mark.django_db
 PAGE = "/admin/turnstate_pydantic_ai/storedconversation/"
 
 
+def shown_block(page: str, field: str) -> str:
+    """The text of the ``<pre>`` a read-only field of a change page shows, as the page holds it."""
+    row = page.split(f'class="form-row field-{field}', 1)[1]
+    return row.split('<pre class="turnstate-value">', 1)[1].split("</pre>", 1)[0]
+
+
 def make_conversations(first: int, n: int) -> None:
     store = DjangoConversationStore()
     for i in range(first, first + n):
@@ -77,3 +83,24 @@ def test_a_conversation_page_shows_its_transcript_and_nothing_can_be_changed(adm
     assert admin_client.get(f"{PAGE}add/").status_code == 403
     assert admin_client.post(f"{PAGE}{row.pk}/delete/", {"post": "yes"}).status_code == 403
     assert StoredConversation.objects.count() == 1
+
+
+def test_the_json_fields_are_indented_in_a_scrolling_block_and_escaped(admin_client: Client) -> None:
+    conv = conversation("conv-json", "<b>hello</b>")
+    call = ToolCallPart(
+        "approve", {"amount": 1, "note": "<img src=x onerror=alert(1)>"}, tool_call_id="c-json"
+    )
+    conv.messages.append(ModelResponse(parts=[call]))
+    conv.deferred_tool_requests = DeferredToolRequests(approvals=[call])
+    sync(DjangoConversationStore().save, conv, scope="user-json")
+    row = StoredConversation.objects.get()
+
+    page = admin_client.get(f"{PAGE}{row.pk}/change/").content.decode()
+
+    for field in ("shown_usage", "waiting_on", "transcript", "shown_branches"):
+        block = shown_block(page, field)
+        assert block.startswith(("{\n", "[\n", "[]")), (field, block[:80])
+    assert "\n  &quot;input_tokens&quot;: " in shown_block(page, "shown_usage")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in shown_block(page, "waiting_on")
+    assert "&lt;b&gt;hello&lt;/b&gt;" in shown_block(page, "transcript")
+    assert "<img src=x" not in page and "<b>hello" not in page

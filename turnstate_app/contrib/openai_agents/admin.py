@@ -3,7 +3,8 @@
 A list page costs a fixed number of queries: the pending pauses of each run are counted
 by the database in the list's one query; the state's size is the database's ``LENGTH`` (of the
 stored text: the token, when it is encrypted). A detail page shows the value decrypted, or
-"(unreadable: ...)" saying why it cannot be (never the stored value, never a crash).
+"(unreadable: ...)" saying why it cannot be (never the stored value, never a crash); its JSON
+indented in a block of bounded height (``turnstate_app/admin.css``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.db.models.functions import Coalesce, Length
 from django.http import HttpRequest
 from django.utils import timezone
 
+from turnstate_app.admin_display import json_block
 from turnstate_app.choices import PauseStatus
 from turnstate_app.contrib.openai_agents.codec import decode_value
 from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
@@ -24,6 +26,9 @@ from turnstate_app.models import Pause
 
 
 class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
+    class Media:
+        css = {"all": ("turnstate_app/admin.css",)}
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -88,9 +93,10 @@ class StoredRunStateAdmin(ReadOnly):
     @admin.display(description="state")
     def run_state(self, obj: StoredRunState) -> str:
         try:
-            return decode_value(obj.state, obj.encryption_key_id, thread_id=obj.thread_id)
+            state = decode_value(obj.state, obj.encryption_key_id, thread_id=obj.thread_id)
         except UnreadableValueError as exc:
             return f"(unreadable: {exc})"
+        return json_block(state)
 
 
 @admin.register(StoredSessionItem)
@@ -106,6 +112,7 @@ class StoredSessionItemAdmin(ReadOnly):
     @admin.display(description="item")
     def session_item(self, obj: StoredSessionItem) -> str:
         try:
-            return decode_value(obj.item, obj.encryption_key_id, thread_id=obj.session_id)
+            item = decode_value(obj.item, obj.encryption_key_id, thread_id=obj.session_id)
         except UnreadableValueError as exc:
             return f"(unreadable: {exc})"
+        return json_block(item)

@@ -2,7 +2,8 @@
 
 A list page costs a fixed number of queries: the pending pauses are counted by the
 database in the list's one query, and the waiting tool calls are read from the row.
-A conversation's page shows its history, loaded in one query.
+A conversation's page shows its history, loaded in one query, and each JSON value indented
+in a block of bounded height (``turnstate_app/admin.css``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.safestring import SafeString
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
+from turnstate_app.admin_display import json_block
 from turnstate_app.choices import PauseStatus
 from turnstate_app.contrib.pydantic_ai import history
 from turnstate_app.contrib.pydantic_ai.codec import opened
@@ -48,14 +51,17 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "revision",
         "forked_from",
         "forked_at",
-        "branches",
-        "usage",
+        "shown_branches",
+        "shown_usage",
         "waiting_on",
         "encryption_key_id",
         "format_version",
         "transcript",
     )
     readonly_fields = fields
+
+    class Media:
+        css = {"all": ("turnstate_app/admin.css",)}
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -92,13 +98,22 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return 0
         return len(requests.get("calls", [])) + len(requests.get("approvals", []))
 
+    @admin.display(description="usage")
+    def shown_usage(self, obj: StoredConversation) -> SafeString:
+        return json_block(obj.usage)
+
+    @admin.display(description="branches")
+    def shown_branches(self, obj: StoredConversation) -> SafeString:
+        return json_block(obj.branches)
+
     @admin.display(description="deferred tool requests")
     def waiting_on(self, obj: StoredConversation) -> str:
         """The tool calls the conversation waits on, decrypted (or why they cannot be read)."""
         try:
-            return opened(obj.deferred_tool_requests, obj.encryption_key_id, obj.conversation_id) or "—"
+            requests = opened(obj.deferred_tool_requests, obj.encryption_key_id, obj.conversation_id)
         except UnreadableConversationError as exc:
             return f"(unreadable: {exc})"
+        return "—" if requests is None else json_block(requests)
 
     @admin.display(description="transcript")
     def transcript(self, obj: StoredConversation) -> str:
@@ -109,4 +124,4 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         except UnreadableConversationError as exc:
             return f"(unreadable: {exc})"
         messages = [entry.message for entry in entries]
-        return ModelMessagesTypeAdapter.dump_json(messages, indent=2).decode()
+        return json_block(ModelMessagesTypeAdapter.dump_json(messages).decode())
