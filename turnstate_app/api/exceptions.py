@@ -15,12 +15,14 @@ from typing import Any
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.signals import got_request_exception
 from django.db import DataError, InterfaceError, OperationalError, connections
+from django.http import HttpRequest
 from django.utils.log import log_response
 from rest_framework import status
 from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView, set_rollback
 from rest_framework.views import exception_handler as drf_exception_handler
-from rest_framework.views import set_rollback
 
 from turnstate_app.errors import (
     AnswerValidationError,
@@ -178,16 +180,35 @@ def _unexpected(exc: Exception, context: dict[str, Any]) -> Response:
     )
     # What Django does for an uncaught exception: the signal (error trackers and the test
     # client listen to it), then the django.request log with the traceback.
-    got_request_exception.send(sender=None, request=_django_request(context))
+    got_request_exception.send(sender=None, request=_request_of(context))
     _log(response, context, exc, "Internal Server Error: %s")
     return response
 
 
-def _django_request(context: dict[str, Any]) -> Any:
-    return getattr(context.get("request"), "_request", None)
+class KeepsDjangoRequest(APIView):
+    """A view that keeps the ``HttpRequest`` it was called with, for the error handler.
+
+    Log handlers (``AdminEmailHandler``'s report) and error trackers read a request's POST
+    data. DRF's ``Request`` answers that by parsing the body, which raises for a malformed
+    body nobody parsed yet, so the report of a 503 or 500 would itself fail. Django's
+    ``HttpRequest`` reads as Django's handler would have: DRF hands it to
+    ``initialize_request``, its documented hook, and nothing private is reached for.
+    """
+
+    django_request: HttpRequest | None = None
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        self.django_request = request
+        return super().initialize_request(request, *args, **kwargs)
+
+
+def _request_of(context: dict[str, Any]) -> Any:
+    """The view's ``HttpRequest`` where it kept one, else the ``Request`` DRF put in ``context``."""
+    kept = getattr(context.get("view"), "django_request", None)
+    return kept if kept is not None else context.get("request")
 
 
 def _log(response: Response, context: dict[str, Any], exc: Exception, message: str) -> None:
     """Log once on django.request (Django then skips its own line for this response)."""
-    request = _django_request(context)
+    request = _request_of(context)
     log_response(message, getattr(request, "path", "?"), response=response, request=request, exception=exc)

@@ -24,10 +24,13 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
-from rest_framework.views import APIView
 
 from turnstate_app.api import schema
-from turnstate_app.api.exceptions import nul_refusals_as_data_errors, turnstate_exception_handler
+from turnstate_app.api.exceptions import (
+    KeepsDjangoRequest,
+    nul_refusals_as_data_errors,
+    turnstate_exception_handler,
+)
 from turnstate_app.api.filters import CheckpointFilter, PauseFilter
 from turnstate_app.api.pagination import CreatedCursorPagination
 from turnstate_app.api.parsers import BoundedJSONParser
@@ -53,7 +56,7 @@ _M = TypeVar("_M", bound=Model)
 BIGINT_MAX = 2**63 - 1
 
 
-class TurnstateResponses(APIView):
+class TurnstateResponses(KeepsDjangoRequest):
     """What every view of the app shares, whatever the host's ``REST_FRAMEWORK`` says: JSON out
     (no HTML error pages), its own error mapping, reads only unless a view says otherwise.
     Authentication and throttling stay the host's. Put before DRF's view class."""
@@ -218,7 +221,7 @@ class StatusView(TurnstateResponses):
     schema = AutoSchema()
 
 
-class UnknownPathView(APIView):
+class UnknownPathView(KeepsDjangoRequest):
     """Any other path under the app's prefix: a JSON 404 for every method, never Django's HTML page.
 
     Also where ids the routes refuse end up (NUL bytes, more than 255 characters).

@@ -186,9 +186,8 @@ def test_an_encrypted_serializer_is_used_as_given() -> None:
 def test_w002_only_when_langgraph_is_permissive_and_the_allowlist_is_empty(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph.checkpoint.serde import _msgpack
 
-    monkeypatch.setattr(_msgpack, "STRICT_MSGPACK_ENABLED", False)
+    monkeypatch.setenv("LANGGRAPH_STRICT_MSGPACK", "false")
     settings.TURNSTATE = {}
     [warning] = check_serde_policy()
     assert isinstance(warning, Warning) and warning.id == "turnstate.W003"
@@ -196,7 +195,7 @@ def test_w002_only_when_langgraph_is_permissive_and_the_allowlist_is_empty(
     settings.TURNSTATE = {"LANGGRAPH_MSGPACK_ALLOWLIST": ITINERARY_TYPES}
     assert check_serde_policy() == []
     settings.TURNSTATE = {}
-    monkeypatch.setattr(_msgpack, "STRICT_MSGPACK_ENABLED", True)
+    monkeypatch.setenv("LANGGRAPH_STRICT_MSGPACK", "true")
     assert check_serde_policy() == []
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.checks import CheckMessage, Error, Warning
 
 from turnstate_app.conf import conf
+from turnstate_app.contrib.langgraph.compat import langgraph_strict_msgpack
 
 ALLOWLIST_KEY = "LANGGRAPH_MSGPACK_ALLOWLIST"
 
@@ -20,8 +21,6 @@ def _well_formed(value: Any) -> bool:
 
 def check_serde_policy(**_: Any) -> list[CheckMessage]:
     """E011: the allowlist is malformed. W003: nothing but LangGraph's safe types can be loaded."""
-    from langgraph.checkpoint.serde import _msgpack
-
     raw = conf.raw
     allowlist = raw.get(ALLOWLIST_KEY, []) if isinstance(raw, dict) else []
     if not _well_formed(allowlist):
@@ -32,7 +31,7 @@ def check_serde_policy(**_: Any) -> list[CheckMessage]:
                 id="turnstate.E011",
             )
         ]
-    if not _msgpack.STRICT_MSGPACK_ENABLED and not allowlist:
+    if not langgraph_strict_msgpack() and not allowlist:
         return [
             Warning(
                 "LangGraph's strict msgpack mode is off and TURNSTATE['LANGGRAPH_MSGPACK_ALLOWLIST'] is "
