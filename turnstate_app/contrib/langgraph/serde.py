@@ -12,7 +12,7 @@ writes (no ``json`` revival, no pickle).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
@@ -28,13 +28,9 @@ BUILTIN_ALLOWLIST: tuple[tuple[str, str], ...] = (
 READABLE_TYPES = frozenset({"null", "bytes", "bytearray", "msgpack"})
 _BLOCKED_KINDS = frozenset({"msgpack_blocked", "msgpack_method_blocked"})
 
-# The refusals LangGraph reports while a stored object's constructor is being looked up,
-# and the ones that made the current load fail (read back once the unpacker has given up).
+# The refusals LangGraph reports while a stored value is being loaded (None outside a load).
 _refusals: contextvars.ContextVar[list[SerdeEvent] | None] = contextvars.ContextVar(
     "turnstate_langgraph_refusals", default=None
-)
-_refused: contextvars.ContextVar[list[SerdeEvent] | None] = contextvars.ContextVar(
-    "turnstate_langgraph_refused", default=None
 )
 
 
@@ -51,59 +47,44 @@ def _record_refusal(event: SerdeEvent) -> None:
 register_serde_event_listener(_record_refusal)
 
 
-def _watched(hook: Callable[[int, bytes], Any]) -> Callable[[int, bytes], Any]:
-    """``hook`` (LangGraph's msgpack extension hook) failing the load when it refused a constructor.
-
-    Only stored objects that name a constructor reach the hook, so a value made of plain
-    data (most channel values) is read at LangGraph's own speed. The refusals of objects
-    nested inside one are LangGraph's own recursive calls, which run within this one.
-    """
-
-    def strict_hook(code: int, data: bytes) -> Any:
-        token = _refusals.set([])
-        try:
-            value = hook(code, data)
-            refused = _refusals.get()
-        finally:
-            _refusals.reset(token)
-        if refused:
-            _refused.set(refused)
-            raise RefusedTypeError("refused")  # the unpacker reports it as its own failure
-        return value
-
-    return strict_hook
-
-
 class StrictSerializer(JsonPlusSerializer):
-    """``JsonPlusSerializer`` with an explicit allowlist that raises on a refused type."""
+    """``JsonPlusSerializer`` with an explicit allowlist that raises on a refused type.
 
-    @property
-    def _unpack_ext_hook(self) -> Callable[[int, bytes], Any]:
-        return self._strict_unpack_ext_hook
-
-    @_unpack_ext_hook.setter
-    def _unpack_ext_hook(self, hook: Callable[[int, bytes], Any]) -> None:
-        # Set by LangGraph's constructor and again by ``with_msgpack_allowlist`` on its clone.
-        self._strict_unpack_ext_hook = _watched(hook)
+    LangGraph reports each constructor it refuses through its public serde events and loads on
+    (the refused object left out); a load that saw a refusal fails here instead, whether or not
+    LangGraph itself went on.
+    """
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         type_ = data[0]
         if type_ not in READABLE_TYPES:
             raise RefusedTypeError(f"serialization type {type_!r} is not one this serializer reads")
+        token = _refusals.set([])
         try:
-            return super().loads_typed(data)
-        except Exception:
-            refused = _refused.get()
-            if not refused:
-                raise
-            _refused.set(None)
-        names = ", ".join(
-            sorted({".".join(filter(None, (e["module"], e["name"], e.get("method")))) for e in refused})
-        )
-        raise RefusedTypeError(
-            f"refused to construct {names}: not in LangGraph's safe types nor in "
-            "TURNSTATE['LANGGRAPH_MSGPACK_ALLOWLIST']"
-        )
+            value = super().loads_typed(data)
+        except Exception as error:
+            refused = _refusals.get()
+            if refused:
+                raise refusal(refused) from error
+            raise
+        else:
+            refused = _refusals.get()
+        finally:
+            _refusals.reset(token)
+        if refused:
+            raise refusal(refused)
+        return value
+
+
+def refusal(events: list[SerdeEvent]) -> RefusedTypeError:
+    """The error naming every constructor LangGraph refused in one load."""
+    names = ", ".join(
+        sorted({".".join(filter(None, (e["module"], e["name"], e.get("method")))) for e in events})
+    )
+    return RefusedTypeError(
+        f"refused to construct {names}: not in LangGraph's safe types nor in "
+        "TURNSTATE['LANGGRAPH_MSGPACK_ALLOWLIST']"
+    )
 
 
 def configured_allowlist() -> tuple[tuple[str, ...], ...]:
