@@ -9,15 +9,31 @@ from cryptography.fernet import Fernet
 
 KEY_A = Fernet.generate_key().decode()
 KEY_B = Fernet.generate_key().decode()
+STANDARD_KEY = "oDKtL4dGKj1kTqslM1PnHq/OJ9H+kmds88tho3xWJXY="
+"""32 bytes in standard base64 (``+``, ``/``): not a Fernet key, which is url-safe base64."""
 SECRET = "s3cr3t-passport-X9Q7"
 """What a person told the agent; no encrypted column may hold it."""
 
 RING: dict[str, list[str]] = {}
 """Per-thread keys for ``TURNSTATE["ENCRYPTION_KEY_RING"] = "tests.encryption_support.ring"``."""
 
+DEPARTED = Fernet.generate_key().decode()
+"""The key a tenant no longer in ``RING`` gets: one that never wrote anything (a ring always
+returns keys, so dropping a tenant's keys means giving it a key that reads none of its rows)."""
+
+GIVES: dict[str, Any] = {}
+"""What ``tests.encryption_support.gives`` does for every thread: returns ``GIVES["keys"]``, or
+raises ``GIVES["raises"]`` when that is set."""
+
 
 def ring(thread_id: str) -> list[str]:
-    return RING.get(thread_id.split("/")[0], [])
+    return RING.get(thread_id.split("/")[0], [DEPARTED])
+
+
+def gives(thread_id: str) -> Any:
+    if "raises" in GIVES:
+        raise GIVES["raises"]
+    return GIVES["keys"]
 
 
 def mint_secret(thread_id: str | None = None, *, secret: str = SECRET) -> Any:

@@ -229,3 +229,18 @@ def test_w005_a_contrib_with_unapplied_migrations_warns_and_check_database_says_
     out = StringIO()
     call_command("check", databases=["default"], stdout=out, stderr=out)
     assert "turnstate.W005" in out.getvalue()
+
+
+def test_e019_a_key_in_standard_base64_is_not_a_fernet_key(turnstate_settings: Any) -> None:
+    from tests.encryption_support import KEY_A, STANDARD_KEY
+
+    turnstate_settings.replace({"ENCRYPTION_KEYS": [KEY_A, STANDARD_KEY]})
+    (message,) = check_settings()
+    assert message.id == "turnstate.E019" and "key #1" in message.msg and "key #0" not in message.msg
+    assert "'+' or '/'" in message.msg and STANDARD_KEY not in message.msg + str(message.hint)
+
+
+def test_e019_takes_every_key_fernet_takes(turnstate_settings: Any) -> None:
+    from tests.encryption_support import KEY_A
+
+    assert ids(turnstate_settings, {"ENCRYPTION_KEYS": [KEY_A, KEY_A.rstrip("=")]}) == []

@@ -28,6 +28,7 @@ from django.utils.translation import gettext_lazy as _
 from turnstate_app import admin_display
 from turnstate_app.admin_display import VALUE_PREVIEW_CHARS
 from turnstate_app.after_answer import FIGURE
+from turnstate_app.errors import KeyRingError
 from turnstate_app.keyset import BadCursorError, cursor_of, keyset_after
 from turnstate_app.managers import (
     CLAIM_FIELDS,
@@ -303,6 +304,14 @@ class ReadOnlyAdmin(ModelAdmin):
         return False
 
 
+def sealed_value_block(row: CheckpointMetadata) -> str:
+    """The row's value; when its thread's keys cannot be had, why, as the admin shows an error."""
+    try:
+        return admin_display.value_block(row)
+    except KeyRingError as exc:
+        return format_html('<p class="errornote">{}</p>', exc)
+
+
 @admin.register(CheckpointMetadata)
 class CheckpointMetadataAdmin(ReadOnlyAdmin):
     list_display = ("thread", "checkpoint", "row_key", "kind", "created_at", "updated_at")
@@ -344,7 +353,11 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
             raise Http404
         if not self.has_view_permission(request, row):
             raise PermissionDenied
-        return HttpResponse(admin_display.shown_value(row), content_type="text/plain; charset=utf-8")
+        try:
+            text = admin_display.shown_value(row)
+        except KeyRingError as exc:
+            return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
+        return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
     @admin.display(description=_("thread id"))
     def thread(self, row: CheckpointMetadata) -> str:
@@ -364,7 +377,7 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("value"))
     def pretty_value(self, row: CheckpointMetadata) -> str:
-        return admin_display.value_block(row)
+        return sealed_value_block(row)
 
 
 @admin.register(Pause)
@@ -523,14 +536,14 @@ class PauseAdmin(ReadOnlyAdmin):
     @admin.display(description=_("question (request)"))
     def question(self, pause: Pause) -> str:
         row = admin_display.rows_of(pause).get(pause.request_key)
-        return admin_display.value_block(row) if row is not None else str(_("— (the request row is gone)"))
+        return sealed_value_block(row) if row is not None else str(_("— (the request row is gone)"))
 
     @admin.display(description=_("answer"))
     def answer(self, pause: Pause) -> str:
         from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
 
         row = admin_display.rows_of(pause).get(ANSWER_KEY_PREFIX + pause.jti)
-        return admin_display.value_block(row) if row is not None else str(_("— (not answered yet)"))
+        return sealed_value_block(row) if row is not None else str(_("— (not answered yet)"))
 
     @admin.display(description=_("rows in the store"))
     def store_rows(self, pause: Pause) -> str:

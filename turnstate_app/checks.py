@@ -267,8 +267,9 @@ def _check_agents(raw: dict[str, Any]) -> list[CheckMessage]:
 
 
 def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
-    """E019: a key that is not a Fernet key. E020: keys without ``cryptography``. E021: a key ring
-    that does not import. Never a table scan: rows still clear are ``turnstate_rotate_keys --dry-run``'s."""
+    """E019: a key that ``Fernet`` refuses (its rule, not a copy of it). E020: keys without
+    ``cryptography``. E021: a key ring that does not import. Never a table scan: rows still
+    clear are ``turnstate_rotate_keys --dry-run``'s."""
     from turnstate_app.encryption import GENERATE_KEY, key_problem
 
     keys = raw.get("ENCRYPTION_KEYS", [])
@@ -300,8 +301,8 @@ def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
             messages.append(
                 Error(
                     f"TURNSTATE['ENCRYPTION_KEY_RING'] = {ring!r} is unusable ({detail}).",
-                    hint="Give the dotted path of a callable(thread_id) -> list[str] of Fernet keys "
-                    "(the first encrypts, every one decrypts), or None to use ENCRYPTION_KEYS.",
+                    hint="Give the dotted path of a callable(thread_id) -> a non-empty list[str] of "
+                    "Fernet keys (the first encrypts, every one decrypts), or None to use ENCRYPTION_KEYS.",
                     id="turnstate.E021",
                 )
             )

@@ -8,8 +8,13 @@ value is never guessed at: it is read with exactly that key or refused.
 
 The keys are ``TURNSTATE["ENCRYPTION_KEYS"]`` (the first encrypts, every one decrypts), or,
 when ``TURNSTATE["ENCRYPTION_KEY_RING"]`` names a ``callable(thread_id) -> list[str]``, the
-keys that callable gives for the row's thread: drop a tenant's keys and its rows become
-unreadable records (crypto-shredding). Without keys, values are stored clear, as before.
+keys that callable gives for the row's thread: give a tenant a new key in place of its old ones
+and its rows become unreadable records (crypto-shredding). Without keys (``ENCRYPTION_KEYS``
+empty, no ring), values are stored clear, as before.
+
+Keys never fail open: a ring that raises, or gives anything but a non-empty list (or tuple) of
+Fernet keys, and ``ENCRYPTION_KEYS`` that is not a list of Fernet keys, raise
+:class:`KeyRingError` on every write and every read of a sealed value; nothing is stored clear.
 
 ``cryptography`` is imported only when keys are configured (extra ``encryption``).
 
@@ -24,7 +29,6 @@ An integration calls these four, nothing else::
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 from django.utils.module_loading import import_string
 
 from turnstate_app.conf import conf
-from turnstate_app.errors import InteractionConfigurationError, UnreadableValueError
+from turnstate_app.errors import InteractionConfigurationError, KeyRingError, UnreadableValueError
 
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
 
 __all__ = [
     "KEY_ID_LENGTH",
+    "KeyRingError",
     "KeySet",
     "UnreadableValueError",
     "current_key_id",
@@ -62,16 +67,35 @@ GENERATE_KEY = 'python -c "from cryptography.fernet import Fernet; print(Fernet.
 
 
 def key_problem(key: Any) -> str | None:
-    """Why ``key`` is not a Fernet key (32 url-safe base64 bytes), or None when it is one."""
+    """Why ``key`` is not a Fernet key, or None when it is one (or ``cryptography``, which alone
+    decides, is not installed: check E020 says so).
+
+    The rule is ``Fernet(key)`` itself, so a key passes here exactly when every write with it
+    would work; the words only explain Fernet's refusal, and never repeat the key."""
     if not isinstance(key, str):
         return f"must be a str, not {type(key).__name__}"
     try:
-        raw = base64.urlsafe_b64decode(key.encode("ascii"))
-    except (binascii.Error, UnicodeEncodeError, ValueError):
+        from cryptography.fernet import Fernet
+    except ImportError:
+        return None
+    try:
+        Fernet(key)
+    except (TypeError, ValueError):
+        return _why_not(key)
+    return None
+
+
+def _why_not(key: str) -> str:
+    """Fernet's refusal of ``key`` in words a person can act on."""
+    if "+" in key or "/" in key:
+        return "holds '+' or '/': that is standard base64, a Fernet key is url-safe base64 ('-', '_')"
+    try:
+        raw = base64.urlsafe_b64decode(key.encode("ascii") + b"==")
+    except ValueError:  # binascii.Error and UnicodeEncodeError are ValueErrors
         return "is not url-safe base64"
     if len(raw) != 32:
         return f"decodes to {len(raw)} bytes, not 32"
-    return None
+    return "is not a Fernet key (32 url-safe base64-encoded bytes)"
 
 
 _FERNET_OVERHEAD = 1 + 8 + 16 + 32  # version, timestamp, IV, HMAC; then the padded AES-CBC ciphertext
@@ -95,8 +119,11 @@ def encryption_configured() -> bool:
 
 
 def key_id_of(key: str) -> str:
-    """The id stored beside every value ``key`` encrypted; it reveals nothing of the key."""
-    raw = base64.urlsafe_b64decode(key.encode("ascii"))
+    """The id stored beside every value ``key`` encrypted; it reveals nothing of the key.
+
+    Padding is appended because Fernet takes a key without it: the id is the decoded key's,
+    however the key was written (a decoder stops at the first complete padding)."""
+    raw = base64.urlsafe_b64decode(key.encode("ascii") + b"==")
     return hashlib.sha256(b"turnstate-key-id:" + raw).hexdigest()[:KEY_ID_LENGTH]
 
 
@@ -121,8 +148,8 @@ def _key_set(keys: tuple[str, ...]) -> KeySet:
         ) from exc
     for position, key in enumerate(keys):
         problem = key_problem(key)
-        if problem is not None:  # the system check reports it at start-up; never the key itself
-            raise InteractionConfigurationError(f"encryption key #{position} {problem}")
+        if problem is not None:  # never the key itself; the caller names the thread and the ring
+            raise KeyRingError(f"key #{position} {problem}")
     by_id = {key_id_of(key): Fernet(key) for key in reversed(keys)}
     primary_id = key_id_of(keys[0])
     return KeySet(primary_id=primary_id, primary=by_id[primary_id], by_id=by_id, invalid_token=InvalidToken)
@@ -134,15 +161,45 @@ def _ring(path: str) -> Any:
 
 
 def keys_for(thread_id: str) -> KeySet | None:
-    """The keys that apply to ``thread_id`` (None: values of this thread are stored clear).
+    """The keys that apply to ``thread_id`` (None: no keys are configured, values are stored clear).
 
-    Called on every read and write of a value: the settings' resolved dict is read directly."""
+    Called on every read and write of a value: the settings' resolved dict is read directly.
+    :class:`KeyRingError` when the keys cannot be had, so nothing is ever written clear because
+    a ring failed or gave the wrong thing."""
     values = conf.values()
     ring = values["ENCRYPTION_KEY_RING"]
-    keys = _ring(str(ring))(thread_id) if ring is not None else values["ENCRYPTION_KEYS"]
-    if not keys or not isinstance(keys, list | tuple):
-        return None
-    return _key_set(tuple(keys))
+    if ring is None:
+        keys = values["ENCRYPTION_KEYS"]
+        if isinstance(keys, list | tuple) and not keys:
+            return None
+        return _usable(keys, thread_id, "TURNSTATE['ENCRYPTION_KEYS']")
+    source = f"the key ring TURNSTATE['ENCRYPTION_KEY_RING'] = {str(ring)!r}"
+    try:
+        keys = _ring(str(ring))(thread_id)
+    except Exception as exc:  # whatever the ring's own failure, the values stay sealed
+        raise KeyRingError(f"{source} raised {type(exc).__name__} for thread {thread_id!r}") from exc
+    return _usable(keys, thread_id, source)
+
+
+def _usable(keys: Any, thread_id: str, source: str) -> KeySet:
+    """``keys`` as a key set when they are a non-empty list (or tuple) of Fernet keys."""
+    if not isinstance(keys, list | tuple):
+        raise KeyRingError(
+            f"{source} gave {type(keys).__name__} for thread {thread_id!r}, not a list of Fernet keys (str)"
+        )
+    if not keys:
+        raise KeyRingError(
+            f"{source} gave no keys for thread {thread_id!r}: at least one is needed (the first encrypts)"
+        )
+    for position, key in enumerate(keys):
+        if not isinstance(key, str):  # a tuple of them is the cache's key: str only
+            raise KeyRingError(
+                f"{source} for thread {thread_id!r}: key #{position} must be a str, not {type(key).__name__}"
+            )
+    try:
+        return _key_set(tuple(keys))
+    except KeyRingError as problem:
+        raise KeyRingError(f"{source} for thread {thread_id!r}: {problem}") from None
 
 
 def current_key_id(thread_id: str) -> str | None:

@@ -103,3 +103,13 @@ class ThreadBusyError(TurnStateError):
 
     Nothing ran and the continuation's claim was released: delivering it again retries.
     """
+
+
+class KeyRingError(TurnStateError):
+    """The keys of a thread cannot be had: the key ring raised, or gave something other than a
+    non-empty list of Fernet keys (``ENCRYPTION_KEYS`` is the ring every thread shares).
+
+    Its own class, never an unreadable record: the values are intact and become readable once
+    the keys are back, so nothing is written in clear meanwhile and an HTTP face answers 503.
+    The message names the thread and the ring, never a key.
+    """

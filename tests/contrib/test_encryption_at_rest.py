@@ -202,7 +202,7 @@ def test_staff_see_the_integrations_values_decrypted_in_the_admin(
     page = admin_client.get(f"/admin/turnstate_pydantic_ai/storedconversation/{pk}/change/")
     assert page.status_code == 200
     text = page.content.decode()
-    assert f"My passport is {SECRET}" in text and f'"passport":"{SECRET}"' in text.replace("&quot;", '"')
+    assert f"My passport is {SECRET}" in text and f'"passport": "{SECRET}"' in text.replace("&quot;", '"')
     turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B]
     page = admin_client.get(f"/admin/turnstate_pydantic_ai/storedconversation/{pk}/change/")
     assert page.status_code == 200 and "unreadable" in page.content.decode()

@@ -27,6 +27,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from turnstate_app.errors import (
     AnswerValidationError,
     CheckpointFieldError,
+    KeyRingError,
     PauseAlreadyAnsweredError,
     PauseCheckpointNotFoundError,
     PauseExpiredError,
@@ -72,6 +73,7 @@ LIFECYCLE_ERRORS: tuple[tuple[type[TurnStateError], int, str, str], ...] = (
 )
 
 UNAVAILABLE = "The database cannot be reached; try again shortly."
+KEYS_UNAVAILABLE = "The encryption keys of the stored values cannot be had; try again shortly."
 
 
 def error_body(code: str, detail: str) -> dict[str, str]:
@@ -98,6 +100,13 @@ def _known(exc: Exception, context: dict[str, Any]) -> Response | None:
     for error_class, status_code, code, detail in LIFECYCLE_ERRORS:
         if isinstance(exc, error_class):
             return Response(error_body(code, detail), status=status_code)
+    if isinstance(exc, KeyRingError):
+        response = Response(
+            error_body("unavailable", KEYS_UNAVAILABLE), status=status.HTTP_503_SERVICE_UNAVAILABLE
+        )
+        # With the traceback: the ring's own failure is chained to it, for the operator to fix.
+        _log(response, context, exc, "Service Unavailable (encryption keys): %s")
+        return response
     if isinstance(exc, OperationalError | InterfaceError):
         response = Response(
             error_body("unavailable", UNAVAILABLE), status=status.HTTP_503_SERVICE_UNAVAILABLE

@@ -62,7 +62,7 @@ NOT_AUTHENTICATED = error(
     )
 )
 FORBIDDEN = error(_("permission_denied: authenticated, but not allowed."))
-UNAVAILABLE = error(_("unavailable: the database cannot be reached; retry later."))
+UNAVAILABLE = error(_("unavailable: the database or the encryption keys cannot be reached; retry later."))
 BAD_QUERY = bad_request(
     _(
         "An invalid filter, page_size or cursor (field errors); bad_request: a value the database cannot "

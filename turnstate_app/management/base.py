@@ -1,5 +1,6 @@
-"""The base of the app's commands: help marked for translation reaches argparse as text, and
-options given as Python keywords are checked as argv's are."""
+"""The base of the app's commands: help marked for translation reaches argparse as text,
+options given as Python keywords are checked as argv's are, and a key ring that breaks its rule
+is a command error naming it, not a traceback."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import argparse
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from turnstate_app.errors import KeyRingError
 
 
 class TurnstateCommand(BaseCommand):
@@ -42,4 +45,7 @@ class TurnstateCommand(BaseCommand):
                 options[action.dest] = action.type(str(value))
             except argparse.ArgumentTypeError as error:
                 raise CommandError(f"argument {'/'.join(action.option_strings)}: {error}") from None
-        return super().execute(*args, **options)
+        try:
+            return super().execute(*args, **options)
+        except KeyRingError as error:  # a broken ring stops any command that reads or writes values
+            raise CommandError(str(error)) from error
