@@ -16,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,10 @@ class Recorded:
         return found
 
 
-@pytest.fixture(scope="session")
-def providers() -> Recorded:
+@cache
+def installed() -> Recorded:
+    """The process's one tracer and meter provider, recording into memory; set once for every
+    module that reads them (OpenTelemetry refuses a second global)."""
     spans = InMemorySpanExporter()
     tracing = TracerProvider()
     tracing.add_span_processor(SimpleSpanProcessor(spans))
@@ -84,6 +87,11 @@ def providers() -> Recorded:
     reader = InMemoryMetricReader()
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
     return Recorded(spans, reader)
+
+
+@pytest.fixture(scope="session")
+def providers() -> Recorded:
+    return installed()
 
 
 @pytest.fixture

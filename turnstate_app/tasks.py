@@ -23,6 +23,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from turnstate_app import telemetry
 from turnstate_app.after_answer import same_run_q
 from turnstate_app.agents import agent_for
 from turnstate_app.errors import InteractionConfigurationError, PayloadBindingError, ThreadBusyError
@@ -130,9 +131,11 @@ def defer(jti: str, retry_at: datetime) -> None:
         backend = continue_pause.get_backend()
         if backend.supports_defer:
             continue_pause.using(run_after=retry_at).enqueue(jti)
-    except Exception:
-        logger.exception(
-            "pause %s: the next try could not be enqueued; turnstate_redeliver hands it again", jti
+    except Exception as exc:
+        logger.error(
+            "pause %s: the next try could not be enqueued; turnstate_redeliver hands it again: %s",
+            jti,
+            telemetry.described(exc),
         )
 
 

@@ -8,6 +8,11 @@ names in :data:`ATTRIBUTES`. Metrics are recorded where their event happens (a m
 a refusal): no callback of theirs queries the database, so an exporter's thread never opens a
 Django connection.
 
+An exception is no exception to that rule: its message (a schema's refusal, a framework's error,
+a database's) may quote what a person or an agent wrote, so a span that ends in one records its
+class and where it was raised (:func:`described`) with an ``ERROR`` status named after the class,
+and the app's log records name a failure the same way, never with ``exc_info``.
+
 The answer and its continuation run in different processes, often minutes apart: the resume
 stores its trace context (``traceparent``) on the ledger row with the answer, and the
 continuation's span links to it, so one trace view leads from the person's request to the run.
@@ -16,7 +21,9 @@ continuation's span links to it, so one trace view leads from the person's reque
 from __future__ import annotations
 
 import importlib.util
-from contextlib import AbstractContextManager, nullcontext
+import traceback
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import cache
 from types import SimpleNamespace
 from typing import Any
@@ -108,14 +115,62 @@ _NO_SPAN: AbstractContextManager[Any] = nullcontext(None)
 
 def span(name: str, *, links_to: str | None = None, **values: Any) -> AbstractContextManager[Any]:
     """A span named ``name`` around the block (None without the API), linked to the trace of
-    ``links_to`` (a ``traceparent``) when given. An exception leaving the block is recorded on it."""
+    ``links_to`` (a ``traceparent``) when given. An exception leaving the block is recorded on it
+    by its class and frames, never its message (see the module)."""
     api = _api()
     if api is None:
         return _NO_SPAN
-    manager: AbstractContextManager[Any] = api.tracer.start_as_current_span(
-        name, attributes=attributes(values), links=_links(api, links_to)
+    return _failures_withheld(
+        api,
+        api.tracer.start_as_current_span(
+            name,
+            attributes=attributes(values),
+            links=_links(api, links_to),
+            record_exception=False,
+            set_status_on_exception=False,
+        ),
     )
-    return manager
+
+
+@contextmanager
+def _failures_withheld(api: Any, manager: AbstractContextManager[Any]) -> Iterator[Any]:
+    """The SDK would record ``str(exception)`` as the event's message and the status; this records
+    the exception's class and frames instead, before the span ends."""
+    with manager as current:
+        try:
+            yield current
+        except Exception as exc:
+            if not current.is_recording():
+                raise
+            kind = error_type(exc)
+            current.add_event(
+                "exception",
+                {
+                    "exception.type": kind,
+                    "exception.message": WITHHELD,
+                    "exception.stacktrace": described(exc),
+                },
+            )
+            current.set_status(api.trace.Status(api.trace.StatusCode.ERROR, kind))
+            raise
+
+
+WITHHELD = "message withheld: it may quote a question, an answer or a transcript"
+"""What spans and logs say instead of an exception's message."""
+
+
+def error_type(exc: BaseException) -> str:
+    """The exception's class, qualified by its module unless it is a built-in one."""
+    kind = type(exc)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def described(exc: BaseException) -> str:
+    """A traceback of ``exc`` without its message or its chained exceptions' (any of them may quote
+    a question, an answer or a transcript): the frames it passed, then its class. What log records
+    and spans carry for a failure."""
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    return f"Traceback (most recent call last):\n{frames}{error_type(exc)} ({WITHHELD})"
 
 
 def outcome(current: Any, value: str, **values: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from turnstate_app import telemetry
 from turnstate_app.contracts import CheckpointCommandPort, PauseClaims
 from turnstate_app.errors import (
     CheckpointLostError,
@@ -167,8 +168,8 @@ class TurnCheckpointStore:
                 value=checkpoint.encode(),
                 task_id=claims.run_id,
             )
-        except Exception:  # reported, and the caller acts on it
-            _log_not_recorded(claims, "the write failed", exc_info=True)
+        except Exception as exc:  # reported, and the caller acts on it
+            _log_not_recorded(claims, "the write failed", failure=exc)
             return False
         return True
 
@@ -201,8 +202,8 @@ class TurnCheckpointStore:
             self._blocking.write(
                 **_location(claims), key=turn_state_key(claims), value=value, task_id=claims.run_id
             )
-        except Exception:  # reported, and the caller acts on it
-            _log_not_recorded(claims, "the write failed", exc_info=True)
+        except Exception as exc:  # reported, and the caller acts on it
+            _log_not_recorded(claims, "the write failed", failure=exc)
             return False
         return True
 
@@ -289,13 +290,13 @@ def _unwired() -> InteractionConfigurationError:
     )
 
 
-def _log_not_recorded(claims: PauseClaims, reason: str, *, exc_info: bool = False) -> None:
+def _log_not_recorded(claims: PauseClaims, reason: str, *, failure: Exception | None = None) -> None:
     logger.warning(
-        "turn state for pause %r (thread %r) not recorded (%s); the pause is not resumable",
+        "turn state for pause %r (thread %r) not recorded (%s); the pause is not resumable%s",
         claims.jti,
         claims.thread_id,
         reason,
-        exc_info=exc_info,
+        "" if failure is None else f"\n{telemetry.described(failure)}",
     )
 
 

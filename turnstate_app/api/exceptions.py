@@ -35,6 +35,7 @@ from turnstate_app.errors import (
     TokenSignatureError,
     TurnStateError,
 )
+from turnstate_app.telemetry import described
 
 # Most specific first: a TokenSignatureError is also a PayloadBindingError. The texts are
 # fixed, never the exception's own message: a person must not read "tampered" for a record
@@ -218,6 +219,12 @@ def _request_of(context: dict[str, Any]) -> Any:
 
 
 def _log(response: Response, context: dict[str, Any], exc: Exception, message: str) -> None:
-    """Log once on django.request (Django then skips its own line for this response)."""
+    """Log once on django.request (Django then skips its own line for this response): the
+    failure by its class and frames, never its message, which may quote a value of the request
+    (a database's refusal quotes the text it refused)."""
     request = _request_of(context)
-    log_response(message, getattr(request, "path", "?"), response=response, request=request, exception=exc)
+    path = getattr(request, "path", "?")
+    # In the format, not an argument: Django escapes arguments' newlines, and these lines hold
+    # only code and a class name, nothing of the request.
+    traceback = described(exc).replace("%", "%%")
+    log_response(f"{message}\n{traceback}", path, response=response, request=request)

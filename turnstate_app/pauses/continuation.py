@@ -375,8 +375,10 @@ def observe(claimed: Claimed, records: bool) -> None:
     if answered_at is None and (claimed.pauses.read or records):
         try:
             pause = claimed.pauses.row(resumed.claims.jti)
-        except Exception:
-            logger.exception("pause %s: reading its answer's trace failed", claimed.lead)
+        except Exception as exc:
+            logger.error(
+                "pause %s: reading its answer's trace failed: %s", claimed.lead, telemetry.described(exc)
+            )
             return
         answered_at, trace = pause.answered_at, pause.answer_traceparent
     telemetry.link_current(trace)
@@ -440,13 +442,14 @@ def complete(claimed: Claimed, output: Any) -> ContinueResult:
         try:
             ledger(claimed).mark_continued(now=timezone.now())
             break
-        except DatabaseError:
+        except DatabaseError as exc:
             if delay is None:
-                logger.exception(
+                logger.error(
                     "pause %s: the run returned, and recording that failed %d times; it shows as "
-                    "stalled after STALLED_AFTER",
+                    "stalled after STALLED_AFTER: %s",
                     claimed.lead,
                     len(COMPLETION_TRIES) + 1,
+                    telemetry.described(exc),
                 )
                 raise
             logger.warning("pause %s: recording that the run returned failed; trying again", claimed.lead)
@@ -465,8 +468,10 @@ def crash(claimed: Claimed, exc: Exception) -> None:
     the run's own exception is the one the caller sees."""
     try:
         ledger(claimed).mark_crashed(f"{type(exc).__name__}: {exc}", now=timezone.now())
-    except Exception:
-        logger.exception("pause %s: recording that the run raised failed", claimed.lead)
+    except Exception as failed:
+        logger.error(
+            "pause %s: recording that the run raised failed: %s", claimed.lead, telemetry.described(failed)
+        )
 
 
 def give_back(claimed: Claimed, busy: ThreadBusyError) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 
+from turnstate_app import telemetry
 from turnstate_app.contracts import PauseClaims
 
 logger = logging.getLogger(__name__)
@@ -33,13 +34,13 @@ def earned(recorded: bool, check: ResumableCheck | None, claims: PauseClaims) ->
         if inspect.isawaitable(outcome):
             outcome = async_to_sync(_awaited)(outcome)
         return bool(outcome)
-    except Exception:
+    except Exception as exc:
         logger.warning(
-            "resumable_check %r raised for pause %s (thread %s); the pause is recorded as not resumable",
+            "resumable_check %r raised for pause %s (thread %s); the pause is recorded as not resumable: %s",
             check,
             claims.jti,
             claims.thread_id,
-            exc_info=True,
+            telemetry.described(exc),
         )
         return False
 

@@ -72,10 +72,10 @@ def after_answer(resumed: ResumedPause) -> None:
     for receiver, result in pause_answered.send_robust(sender=Pause, resumed=resumed):
         if isinstance(result, Exception):
             logger.error(
-                "pause_answered receiver %r failed for pause %s",
+                "pause_answered receiver %r failed for pause %s: %s",
                 receiver,
                 resumed.claims.jti,
-                exc_info=result,
+                telemetry.described(result),
             )
     hand_off(resumed)
 
@@ -98,9 +98,11 @@ def _hand_off(resumed: ResumedPause) -> HandOff:
         if handler is None:
             return HandOff.NO_HANDLER
         running = workers.submit(lambda: deliver(handler, resumed))
-    except Exception:
-        logger.exception(
-            "RESUME_HANDLER could not be started for pause %s; turnstate_redeliver will retry it", jti
+    except Exception as exc:
+        logger.error(
+            "RESUME_HANDLER could not be started for pause %s; turnstate_redeliver will retry it: %s",
+            jti,
+            telemetry.described(exc),
         )
         telemetry.record("turnstate.handoff.failures")
         return HandOff.FAILED
@@ -114,8 +116,12 @@ def _hand_off(resumed: ResumedPause) -> HandOff:
             conf.HANDOFF_TIMEOUT,
         )
         return HandOff.RUNNING
-    except Exception:  # deliver() catches everything; this would be a bug of the workers
-        logger.exception("the hand-off of pause %s failed; turnstate_redeliver will retry it", jti)
+    except Exception as exc:  # deliver() catches everything; this would be a bug of the workers
+        logger.error(
+            "the hand-off of pause %s failed; turnstate_redeliver will retry it: %s",
+            jti,
+            telemetry.described(exc),
+        )
         return HandOff.FAILED
 
 
@@ -124,21 +130,23 @@ def deliver(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> bo
     try:
         call_handler(handler, resumed)
     except BaseException as exc:  # even SystemExit: it would only end this worker; redelivery will try again
-        logger.exception(
-            "RESUME_HANDLER failed for pause %s (thread %s); turnstate_redeliver will retry it",
+        logger.error(
+            "RESUME_HANDLER failed for pause %s (thread %s); turnstate_redeliver will retry it: %s",
             resumed.claims.jti,
             resumed.claims.thread_id,
+            telemetry.described(exc),
         )
         telemetry.record("turnstate.handoff.failures")
         note_failure(resumed.claims.jti, f"RESUME_HANDLER raised {type(exc).__name__}: {exc}")
         return False
     try:
         Pause.objects.mark_handed_off(resumed.claims.jti, now=timezone.now())
-    except Exception:  # the handler has it; at worst it gets it once more
-        logger.exception(
+    except Exception as exc:  # the handler has it; at worst it gets it once more
+        logger.error(
             "RESUME_HANDLER accepted pause %s but recording handed_off_at failed; the pause stays in "
-            "awaiting_handoff() and turnstate_redeliver will hand it over again",
+            "awaiting_handoff() and turnstate_redeliver will hand it over again: %s",
             resumed.claims.jti,
+            telemetry.described(exc),
         )
         telemetry.record("turnstate.handoff.failures")
         return False
@@ -150,8 +158,10 @@ def note_failure(jti: str, reason: str) -> None:
     what failed."""
     try:
         Pause.objects.note_handoff_failed(jti, reason)
-    except Exception:
-        logger.exception("recording why the hand-off of pause %s failed, failed too", jti)
+    except Exception as exc:
+        logger.error(
+            "recording why the hand-off of pause %s failed, failed too: %s", jti, telemetry.described(exc)
+        )
 
 
 def call_handler(handler: Callable[[ResumedPause], Any], resumed: ResumedPause) -> None:

@@ -234,7 +234,10 @@ def announce(minted: MintedPause, pause: Pause) -> None:
     for receiver, result in pause_minted.send_robust(sender=Pause, minted=minted, pause=pause):
         if isinstance(result, Exception):
             logger.error(
-                "pause_minted receiver %r failed for pause %s", receiver, minted.claims.jti, exc_info=result
+                "pause_minted receiver %r failed for pause %s: %s",
+                receiver,
+                minted.claims.jti,
+                telemetry.described(result),
             )
 
 

@@ -40,6 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 from asgiref.sync import sync_to_async
 from django.db import connections
 
+from turnstate_app import telemetry
 from turnstate_app.conf import conf
 from turnstate_app.errors import ThreadBusyError
 from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, thread_turn_alive_key, thread_turn_key
@@ -190,12 +191,13 @@ class ThreadTurn:
         assert self._releaser is not None
         try:
             self._releaser.release_metadata_sync(**self.place, value=self.value)
-        except Exception:
-            logger.exception(
+        except Exception as exc:
+            logger.error(
                 "thread %s: giving the turn back failed; the next continuation takes it over after "
-                "STALLED_AFTER (%ss)",
+                "STALLED_AFTER (%ss): %s",
                 self.thread_id,
                 conf.STALLED_AFTER,
+                telemetry.described(exc),
             )
 
     def busy(self, waited: float) -> ThreadBusyError:
@@ -309,8 +311,12 @@ class _Heartbeat:
                     if not self.turn.beat():
                         return
                     self.beaten = True
-                except Exception:
-                    logger.exception("thread %s: the turn's heartbeat failed", self.turn.thread_id)
+                except Exception as exc:
+                    logger.error(
+                        "thread %s: the turn's heartbeat failed: %s",
+                        self.turn.thread_id,
+                        telemetry.described(exc),
+                    )
         finally:
             connections.close_all()  # this thread's own connections only
 
@@ -321,8 +327,12 @@ class _Heartbeat:
             return
         try:
             self.turn.forget_heartbeat()
-        except Exception:
-            logger.exception("thread %s: deleting the turn's heartbeat failed", self.turn.thread_id)
+        except Exception as exc:
+            logger.error(
+                "thread %s: deleting the turn's heartbeat failed: %s",
+                self.turn.thread_id,
+                telemetry.described(exc),
+            )
 
 
 def _waited(turn: ThreadTurn, started: float, *, extend: bool) -> float:
