@@ -24,7 +24,7 @@ help:
 	@echo "make test-sqlite-memory  the LangGraph bridge tests on Django's in-memory test database, 20 times"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
 	@echo "make test-races    timing-only races, repeated, on SQLite, PostgreSQL and MariaDB (not gating)"
-	@echo "make test-e2e      the admin in headless Chromium (installs chromium with apt)"
+	@echo "make test-e2e      the admin and the built site (make docs first) in headless Chromium (installs chromium with apt)"
 	@echo "make screenshot    docs/img/admin-*.png (1440 and 1024 px) and site-*.png (1440 px), one browser run"
 	@echo "make lint          ruff, import layers (lint-imports), mypy"
 	@echo "make bench         benchmarks (bench/)"
@@ -132,7 +132,9 @@ $(VENV)/.installed-e2e: $(VENV)/.installed
 	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,openai-agents,e2e]'
 	@touch $@
 
-test-e2e: $(VENV)/.installed-e2e | browser
+# The site first (make docs, strictly): tests/test_docs_e2e.py reads it, and in CI (CI=true) a
+# missing site fails those tests rather than skipping them.
+test-e2e: $(VENV)/.installed-e2e docs | browser
 	SE_OFFLINE=true DATABASE_URL= $(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
 
 screenshot: $(VENV)/.installed-e2e docs | browser

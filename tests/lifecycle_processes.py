@@ -93,15 +93,3 @@ def runs(label: str) -> list[dict[str, float]]:
 
     rows = CheckpointMetadata.objects.filter(thread_id=RUNS_THREAD, checkpoint_id=label)
     return sorted((json.loads(row.value) for row in rows), key=lambda run: run["entered"])
-
-
-def continue_answered_stalling_soon(settings_dict: dict[str, Any], stalled_after: float, *args: Any) -> None:
-    """:func:`continue_answered` with ``STALLED_AFTER`` set to ``stalled_after`` seconds."""
-    boot_django(settings_dict)
-    from django.conf import settings
-    from django.test import override_settings
-
-    override_settings(
-        TURNSTATE={**getattr(settings, "TURNSTATE", {}), "STALLED_AFTER": stalled_after}
-    ).enable()
-    continue_answered(settings_dict, *args)

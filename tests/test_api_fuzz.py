@@ -2,7 +2,7 @@
 
 Positive and negative cases (a fixed seed, 50 per operation and role) over real HTTP to
 ``live_server``: no 5xx, and every response conforms to the schema (status code, content
-type, body). Runs on whichever database the suite runs on (SQLite and PostgreSQL in CI).
+type, body). Runs on whichever database the suite runs on: SQLite, PostgreSQL and MariaDB in CI.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import schemathesis
 from django.contrib.auth import get_user_model
-from django.db import connection
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
@@ -30,11 +29,7 @@ from tests.api_support import API
 from tests.factories import PauseFactory
 from tests.pause_helpers import mint
 
-pytestmark = [
-    pytest.mark.fuzz,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor == "mysql", reason="fuzzed on SQLite and PostgreSQL: time"),
-]
+pytestmark = [pytest.mark.fuzz, pytest.mark.django_db(transaction=True)]
 
 EXAMPLES_PER_OPERATION = 50
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

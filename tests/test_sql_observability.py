@@ -22,13 +22,15 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from importlib import import_module
 from importlib.util import find_spec
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pytest
 import sentry_sdk
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.postgresql.base import DatabaseWrapper as PostgreSQLDatabaseWrapper
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -49,10 +51,6 @@ from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
 from turnstate_app.models import Pause
 from turnstate_app.pauses import continue_once, resume_pause
 from turnstate_app.retention import purge_pauses
-
-if TYPE_CHECKING:
-    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
-    from opentelemetry.instrumentation.sqlite3 import SQLite3Instrumentor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -262,13 +260,30 @@ def test_sentry_sees_every_statement(operation: str, sentry: list[Envelope]) -> 
 
 
 # -- OpenTelemetry ------------------------------------------------------------------------
+#
+# Each instrumentation wraps its driver's ``connect`` (psycopg's ``connect`` and
+# ``Connection.connect``, ``sqlite3.connect``, ``MySQLdb.connect``) and traces the cursors of the
+# connections opened after ``instrument()``; a connection opened before keeps untraced cursors.
+# Django's pool (psycopg_pool) opens its connections through ``psycopg.Connection.connect``, so
+# it is traced as well, but it keeps its connections across ``close()``: only the connections it
+# opens after ``instrument()`` are traced, and a pool opened before goes on handing out untraced
+# ones until it is closed (``close_pool()``) or they reach its ``max_lifetime``.
 
 
-def instrumentor() -> PsycopgInstrumentor | SQLite3Instrumentor | None:
-    """OpenTelemetry's instrumentation of this database's driver, when a test dependency."""
+class Instrumentor(Protocol):
+    """What the tests use of an OpenTelemetry instrumentation (its base class ships untyped)."""
+
+    @property
+    def is_instrumented_by_opentelemetry(self) -> bool: ...
+
+    def instrument(self, **kwargs: Any) -> None: ...
+
+    def uninstrument(self, **kwargs: Any) -> None: ...
+
+
+def instrumentor() -> Instrumentor:
+    """OpenTelemetry's instrumentation of this database's driver (a test dependency on each)."""
     if connection.vendor == "postgresql":
-        if find_spec("psycopg") is None:  # psycopg2 as the driver: its instrumentation is not a dependency
-            return None
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
         return PsycopgInstrumentor()
@@ -276,12 +291,39 @@ def instrumentor() -> PsycopgInstrumentor | SQLite3Instrumentor | None:
         from opentelemetry.instrumentation.sqlite3 import SQLite3Instrumentor
 
         return SQLite3Instrumentor()
-    return None
+    # mysqlclient's, from the same project and release train as the two above (it ships no types).
+    instrumentation: Instrumentor = import_module(
+        "opentelemetry.instrumentation.mysqlclient"
+    ).MySQLClientInstrumentor()
+    return instrumentation
 
 
-@contextmanager
-def reconnected(django_db_blocker: Any) -> Iterator[None]:
-    """Close Django's connection; reopen it after the block (which instruments the driver).
+PSYCOPG2 = connection.vendor == "postgresql" and find_spec("psycopg") is None
+"""psycopg2 as the driver (``make test-postgres-psycopg2``): its instrumentation is not a dependency."""
+
+skip_on_psycopg2 = pytest.mark.skipif(
+    PSYCOPG2, reason="psycopg2's OpenTelemetry instrumentation is not a test dependency (Sentry's half runs)"
+)
+
+
+def pooled(wrapper: BaseDatabaseWrapper) -> bool:
+    """Whether ``wrapper`` takes its connections from Django's pool."""
+    return isinstance(wrapper, PostgreSQLDatabaseWrapper) and wrapper.pool is not None
+
+
+def reopen_pool(wrapper: BaseDatabaseWrapper) -> None:
+    """Django's pool closed and opened anew, filled at once: no connection opens during a run.
+
+    Its connections open after this through the driver's ``connect`` as it is now wrapped (or not).
+    """
+    if isinstance(wrapper, PostgreSQLDatabaseWrapper) and wrapper.pool is not None:
+        wrapper.close_pool()
+        wrapper.pool.open(wait=True, timeout=60)
+
+
+def reconnect(django_db_blocker: Any, *, new_pool: bool = True) -> None:
+    """Close Django's connection, to open anew: through the driver's ``connect`` as it is wrapped now
+    (with ``new_pool``, Django's pool too, if it has one).
 
     An in-memory SQLite test database lives while one connection to it is open: a second
     connection keeps it alive meanwhile (Django's own ``close()`` refuses to close it).
@@ -291,31 +333,38 @@ def reconnected(django_db_blocker: Any) -> Iterator[None]:
     if isinstance(wrapper, SQLiteDatabaseWrapper) and wrapper.is_in_memory_db():
         keeper = sqlite3.connect(wrapper.settings_dict["NAME"], uri=True)
     BaseDatabaseWrapper.close(wrapper)
+    if new_pool:
+        reopen_pool(wrapper)
+    if keeper is not None:
+        with django_db_blocker.unblock():
+            wrapper.ensure_connection()
+        keeper.close()
+
+
+@contextmanager
+def tracing() -> Iterator[tuple[Instrumentor, InMemorySpanExporter]]:
+    """The driver instrumented into an in-memory exporter for the block, then uninstrumented."""
+    instrumentation = instrumentor()
+    assert not instrumentation.is_instrumented_by_opentelemetry
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentation.instrument(tracer_provider=provider)
     try:
-        yield
+        yield instrumentation, exporter
     finally:
-        if keeper is not None:
-            with django_db_blocker.unblock():
-                wrapper.ensure_connection()
-            keeper.close()
+        instrumentation.uninstrument()
+        provider.shutdown()
 
 
 @pytest.fixture(scope="module")
 def otel(django_db_setup: None, django_db_blocker: Any) -> Iterator[InMemorySpanExporter]:
-    """The driver instrumented into an in-memory exporter, Django's connection opened after."""
-    instrumentation = instrumentor()
-    assert instrumentation is not None
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    with reconnected(django_db_blocker):
-        instrumentation.instrument(tracer_provider=provider)
-    try:
+    """The driver instrumented into an in-memory exporter, Django's connection (and pool) opened after;
+    after the module, untraced connections again."""
+    with tracing() as (_, exporter):
+        reconnect(django_db_blocker)
         yield exporter
-    finally:
-        with reconnected(django_db_blocker):
-            instrumentation.uninstrument()
-        provider.shutdown()
+    reconnect(django_db_blocker)  # the connections opened under the tracer, closed
 
 
 def statement_of(span: ReadableSpan) -> str | None:
@@ -324,27 +373,55 @@ def statement_of(span: ReadableSpan) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def otel_db_spans(prepare: Prepare, exporter: InMemorySpanExporter) -> list[str]:
-    """The SQL of the client spans the driver's instrumentation records for one run."""
-    with unlogged_run(prepare) as run:
-        exporter.clear()
-        run()
+def traced(exporter: InMemorySpanExporter) -> list[str]:
+    """The SQL of the client spans finished so far, in the order they started."""
     spans = sorted(exporter.get_finished_spans(), key=lambda span: span.start_time or 0)
     return normalised(
         text for span in spans if span.kind is SpanKind.CLIENT and (text := statement_of(span)) is not None
     )
 
 
-@pytest.mark.skipif(
-    instrumentor() is None,
-    reason=f"no OpenTelemetry instrumentation of {connection.vendor}'s driver among the test "
-    "dependencies (Sentry's half runs here)",
-)
-@pytest.mark.skipif(
-    bool(connection.settings_dict["OPTIONS"].get("pool")),
-    reason="OpenTelemetry's psycopg instrumentation wraps psycopg.connect; Django's pool opens its "
-    "connections through psycopg_pool, so it sees no statement of Django's at all (Sentry's half runs)",
-)
+def otel_db_spans(prepare: Prepare, exporter: InMemorySpanExporter) -> list[str]:
+    """The SQL of the client spans the driver's instrumentation records for one run."""
+    with unlogged_run(prepare) as run:
+        exporter.clear()
+        run()
+    return traced(exporter)
+
+
+@skip_on_psycopg2
+def test_opentelemetry_traces_the_connections_opened_after_it_instruments_the_driver(
+    django_db_blocker: Any,
+) -> None:
+    """What a host sees depends on when it instruments: before Django opens a connection, all.
+
+    A connection opened before ``instrument()`` stays untraced; without a pool Django's next
+    connection is new, so traced; Django's pool hands out the connections it opened before
+    until it is closed, after which every connection it opens is traced.
+    """
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    with CaptureQueriesContext(connection) as queries:
+        Pause.objects.count()
+    expected = normalised(query["sql"] for query in queries.captured_queries)
+    assert wrapper.connection is not None  # opened before the driver is instrumented
+    with tracing() as (_, exporter):
+        Pause.objects.count()
+        assert traced(exporter) == []  # the connection opened before: untraced
+        reconnect(django_db_blocker, new_pool=False)
+        wrapper.ensure_connection()  # what the driver runs on connecting is not the statement's
+        exporter.clear()
+        Pause.objects.count()
+        if pooled(wrapper):
+            assert traced(exporter) == []  # the pool's connection opened before: still untraced
+            reconnect(django_db_blocker)
+            wrapper.ensure_connection()
+            exporter.clear()
+            Pause.objects.count()
+        assert traced(exporter) == expected
+    reconnect(django_db_blocker)  # no traced connection left for the tests after
+
+
+@skip_on_psycopg2
 @pytest.mark.parametrize("operation", list(OPERATIONS))
 def test_opentelemetry_sees_every_statement(operation: str, otel: InMemorySpanExporter) -> None:
     """A tracer on the driver sees each statement Django ran: none bypasses the driver's cursors."""

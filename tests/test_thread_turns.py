@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.utils import timezone
 
 from tests import lifecycle_processes
@@ -20,7 +23,14 @@ from turnstate_app.choices import ContinuationState
 from turnstate_app.errors import ThreadBusyError
 from turnstate_app.keys import THREAD_TURN_CHECKPOINT_ID, thread_turn_key
 from turnstate_app.models import CheckpointMetadata, Pause
-from turnstate_app.pauses import Continuation, acontinue_once, aresume_pause, continue_once, resume_pause
+from turnstate_app.pauses import (
+    Continuation,
+    acontinue_once,
+    aresume_pause,
+    continue_once,
+    resume_pause,
+    thread_turns,
+)
 from turnstate_app.pauses.thread_turns import ThreadTurn, aturn_of, take_turn, turn_of
 from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
@@ -55,35 +65,124 @@ def test_two_pauses_of_one_thread_continued_at_once_run_one_after_the_other() ->
     assert not CheckpointMetadata.objects.filter(key=thread_turn_key()).exists()  # given back
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_continuation_running_longer_than_stalled_after_keeps_its_turn() -> None:
-    """STALLED_AFTER 1s, runs of 3s: the second continuation waits for the first, no overlap.
+class Clock:
+    """``time`` as the turn-taking code reads it: it moves only when the test moves it.
 
-    The holder's heartbeat (every STALLED_AFTER / 3) keeps the waiter waiting past STALLED_AFTER.
-    At 0.5s a beat delayed by a loaded two-core machine (four suites at once in CI) read as a
-    stalled holder and the waiter gave up after 1.6s.
+    ``sleep`` blocks until the test has moved the clock to the sleeper's wake-up time, which it
+    notes meanwhile. So whether a heartbeat is fresh or stale depends on the test's steps alone,
+    never on how fast a loaded machine runs.
     """
+
+    def __init__(self) -> None:
+        self.elapsed = 0.0
+        self.wall, self.started = time.time(), time.monotonic()
+        self.changed = threading.Condition()
+        self.waking_at: dict[str, float] = {}  # sleeping thread's name -> when it wakes up
+
+    def time(self) -> float:
+        return self.wall + self.elapsed
+
+    def monotonic(self) -> float:
+        return self.started + self.elapsed
+
+    def sleep(self, seconds: float) -> None:
+        with self.changed:
+            name, wake_at = threading.current_thread().name, self.elapsed + seconds
+            self.waking_at[name] = wake_at
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: self.elapsed >= wake_at)
+            del self.waking_at[name]
+
+    def advance(self, seconds: float) -> None:
+        with self.changed:
+            self.elapsed += seconds
+            self.changed.notify_all()
+
+    def until(self, predicate: Callable[[], bool], timeout: float = 60) -> bool:
+        """Wait until ``predicate()`` holds (checked on each sleep and step, and every 50 ms)."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not predicate():
+                if time.monotonic() > deadline:
+                    return False
+                self.changed.wait(0.05)
+        return True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_continuation_running_longer_than_stalled_after_keeps_its_turn(
+    turnstate_settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The holder's heartbeat keeps a waiting continuation waiting, however long the holder runs.
+
+    The turn-taking code reads a clock the test moves: the holder runs five times STALLED_AFTER
+    on it, each step shorter than STALLED_AFTER and taken only once the holder has beaten at the
+    clock's time and the waiter has looked again. A waiter that ignored the heartbeat would take
+    the turn over (its row is older than STALLED_AFTER from the second step) and run at once.
+    """
+    stalled_after, step = 0.3, 0.2  # the heartbeat thread beats every 0.1 s of real time
+    turnstate_settings["STALLED_AFTER"] = stalled_after
+    clock = Clock()
+    monkeypatch.setattr(thread_turns, "time", clock)
     first = mint(thread_id="thread-long", tool_call_id="call-a")
     second = mint(thread_id="thread-long", tool_call_id="call-b")
-    for minted in (first, second):
-        resume_pause(minted.token, "yes")
-    barrier = SPAWN.Barrier(2)
-    results = SPAWN.Queue()
-    racers = [
-        SPAWN.Process(
-            target=lifecycle_processes.continue_answered_stalling_soon,
-            args=(dict(connection.settings_dict), 1.0, minted.claims.jti, "long", 3.0, barrier, results),
-        )
-        for minted in (first, second)
-    ]
-    for racer in racers:
-        racer.start()
-    outcomes = {jti: (ran, reason) for jti, ran, reason in (results.get(timeout=120) for _ in racers)}
-    for racer in racers:
-        racer.join(timeout=30)
-    assert outcomes == {first.claims.jti: (True, None), second.claims.jti: (True, None)}
-    earlier, later = lifecycle_processes.runs("long")
-    assert earlier["left"] <= later["entered"], (earlier, later)  # the second waited, never overlapped
+    resumed = [resume_pause(minted.token, "yes") for minted in (first, second)]
+    events: list[str] = []
+    outcomes: dict[str, object] = {}
+    holding_turn, finish = threading.Event(), threading.Event()
+
+    def holder(continuation: Continuation) -> None:
+        events.append("holder entered")
+        holding_turn.set()
+        assert finish.wait(60)
+        events.append("holder left")
+
+    def waiter(continuation: Continuation) -> None:
+        events.append("waiter entered")
+
+    def continue_in_thread(name: str, one: Any, run: Callable[[Continuation], None]) -> threading.Thread:
+        def target() -> None:
+            try:
+                outcomes[name] = continue_once(one, run).ran
+            except Exception as exc:
+                outcomes[name] = exc
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=target, name=name)
+        thread.start()
+        return thread
+
+    beats = CheckpointMetadata.objects.filter(thread_id="thread-long", key__startswith="thread_turn:alive:")
+
+    def holder_beat_since(moment: float) -> bool:
+        """The holder's heartbeat row says it beat at ``moment`` or after (or the waiter ran)."""
+        values = beats.values_list("value", flat=True)
+        return any(json.loads(value)["at"] >= clock.wall + moment for value in values) or bool(outcomes)
+
+    def waiter_asleep_past(moment: float) -> bool:
+        """The waiter looked at the turn and sleeps until after ``moment`` (or is done)."""
+        return clock.waking_at.get("waiter", moment) > moment or "waiter" in outcomes
+
+    threads = [continue_in_thread("holder", resumed[0], holder)]
+    try:
+        assert holding_turn.wait(60)
+        threads.append(continue_in_thread("waiter", resumed[1], waiter))
+        for _ in range(round(5 * stalled_after / step)):
+            assert clock.until(partial(holder_beat_since, clock.elapsed)), "the holder never beat"
+            assert clock.until(partial(waiter_asleep_past, clock.elapsed)), "the waiter never waited"
+            assert events == ["holder entered"], events  # the waiter waits: it never took the turn over
+            clock.advance(step)
+        assert clock.elapsed > 4 * stalled_after
+    finally:
+        finish.set()
+        threads[0].join(60)
+        clock.advance(stalled_after)  # past the waiter's sleep (never longer): it finds the turn given back
+    threads[-1].join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    assert outcomes == {"holder": True, "waiter": True}
+    assert events == ["holder entered", "holder left", "waiter entered"]
+    assert "took over a turn" not in caplog.text
     assert not CheckpointMetadata.objects.filter(
         thread_id="thread-long", checkpoint_id=THREAD_TURN_CHECKPOINT_ID
     ).exists()
