@@ -39,14 +39,15 @@ def url_of(model: str) -> str:
 
 
 def list_query(client: Client, url: str, query: dict[str, str], table: str) -> str:
-    """The SQL of the page's rows: the statement reading ``table`` with a LIMIT."""
+    """The SQL of the page's rows: the first statement reading ``table`` with a LIMIT (the pauses'
+    "resumable now" for the page's rows comes after it)."""
     with CaptureQueriesContext(connection) as queries:
         response = client.get(url, query)
     assert response.status_code == 200, response
-    [sql] = [
+    pages = [
         q["sql"] for q in queries.captured_queries if f'FROM "{table}"' in q["sql"] and "LIMIT" in q["sql"]
     ]
-    return sql
+    return pages[0]
 
 
 def plan(sql: str) -> str:

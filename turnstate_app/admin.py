@@ -36,7 +36,7 @@ from turnstate_app.managers import (
     GROUP_STATE,
     GROUP_STATES,
     RESUMABLE_NOW,
-    effective_status_q,
+    resumable_now_q,
 )
 from turnstate_app.models import (
     CheckpointMetadata,
@@ -128,7 +128,7 @@ class GroupStateFilter(admin.SimpleListFilter):
 
 
 class ResumableNowFilter(admin.SimpleListFilter):
-    """By ``PauseQuerySet.with_resumable_now``; "yes" reads the answerable pauses through the status index."""
+    """By ``managers.resumable_now_q``; "yes" reads the answerable pauses through the status index."""
 
     title = _("resumable now")
     parameter_name = RESUMABLE_NOW
@@ -137,11 +137,11 @@ class ResumableNowFilter(admin.SimpleListFilter):
         return [("1", _("Yes")), ("0", _("No"))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        now = timezone.now()
         if self.value() == "1":
-            answerable = queryset.filter(effective_status_q(PauseStatus.PENDING, timezone.now()))
-            return answerable.filter(**{RESUMABLE_NOW: True})
+            return queryset.filter(resumable_now_q(now, CheckpointMetadata))
         if self.value() == "0":
-            return queryset.filter(**{RESUMABLE_NOW: False})
+            return queryset.exclude(resumable_now_q(now, CheckpointMetadata))
         return queryset
 
 
@@ -266,6 +266,18 @@ class KeysetChangeList(GuardedChangeList):
             self.next_url = self.get_query_string({AFTER_VAR: cursor_of(last_key)})
         if after is not None:
             self.first_url = self.get_query_string()
+
+
+class PauseChangeList(KeysetChangeList):
+    """The pause list: "resumable now" asked of the page's rows only, one query, so the store is
+    probed for the rows shown and never scanned whole."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        pks = [pause.pk for pause in self.result_list]
+        holds = Pause.objects.resumable_now_among(pks, timezone.now()) if pks else set()
+        for pause in self.result_list:
+            setattr(pause, RESUMABLE_NOW, pause.pk in holds)
 
 
 class WithoutValues(KeysetChangeList):
@@ -421,7 +433,7 @@ class PauseAdmin(ReadOnlyAdmin):
     )
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
-        return KeysetChangeList
+        return PauseChangeList
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
@@ -434,8 +446,16 @@ class PauseAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Pause]:
         now = timezone.now()
-        pauses = super().get_queryset(request).with_resumable_now(now)  # type: ignore[attr-defined]
-        return pauses.with_effective_status(now).with_group_state(now).with_figure(now)  # type: ignore[no-any-return]
+        pauses = super().get_queryset(request).with_effective_status(now)  # type: ignore[attr-defined]
+        return pauses.with_group_state(now).with_figure(now)  # type: ignore[no-any-return]
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Pause | None:
+        """One pause's page, with what holds now (:class:`PauseChangeList` says it for a list)."""
+        pause = super().get_object(request, object_id, from_field)
+        if pause is not None:
+            holds = Pause.objects.resumable_now_among([pause.pk], timezone.now())
+            setattr(pause, RESUMABLE_NOW, pause.pk in holds)
+        return pause
 
     @admin.display(description=_("jti"))
     def token_id(self, pause: Pause) -> str:
@@ -459,7 +479,7 @@ class PauseAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("resumable now"), boolean=True)
     def resumable_now(self, pause: Pause) -> bool:
-        """What holds now (``PauseQuerySet.with_resumable_now``), beside what was recorded at the pause."""
+        """What holds now (``PauseQuerySet.resumable_now_among``), beside what was recorded at the pause."""
         return bool(getattr(pause, RESUMABLE_NOW, False))
 
     @admin.display(description=_("state recorded at pause"), boolean=True)

@@ -35,7 +35,7 @@ EFFECTIVE_STATUS = "effective_status"
 """The annotation :meth:`PauseQuerySet.with_effective_status` adds."""
 
 RESUMABLE_NOW = "resumable_now"
-"""The annotation :meth:`PauseQuerySet.with_resumable_now` adds."""
+"""The attribute the admin sets from :meth:`PauseQuerySet.resumable_now_among`."""
 
 UNRESUMABLE_NO_LEDGER = (
     "no ledger row: written by an older build or an interrupted mint; the question can be "
@@ -166,6 +166,14 @@ def stranded_q(now: datetime, store: type[CheckpointMetadata]) -> Q:
     )
 
 
+def resumable_now_q(now: datetime, store: type[CheckpointMetadata]) -> Q:
+    """Pauses an answer at ``now`` would be taken for and whose run this store can continue:
+    answerable, and not :func:`stranded_q` (the unresumable list's rule). ``resumable`` only
+    says whether the turn state was recorded at mint; a turn state lost since, an expiry or an
+    answer changes this, not that."""
+    return effective_status_q(PauseStatus.PENDING, now) & ~stranded_q(now, store)
+
+
 def unfinished_group_q(ledger: type[Pause]) -> Q:
     """Members of a group that is not done: a member still pending, or the run not continued.
 
@@ -226,23 +234,11 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
             }
         )
 
-    def with_resumable_now(self, now: datetime) -> PauseQuerySet:
-        """Annotate ``resumable_now``: an answer at ``now`` would be taken and the run continued
-        from this store (answerable and not :func:`stranded_q`, the unresumable list's rule).
-
-        ``resumable`` only says whether the turn state was recorded at mint; a turn state lost
-        since, an expiry or an answer changes this, not that.
-        """
-        return self.annotate(
-            **{
-                RESUMABLE_NOW: Case(
-                    When(stranded_q(now, self.model.store_model()), then=Value(False)),
-                    When(effective_status_q(PauseStatus.PENDING, now), then=Value(True)),
-                    default=Value(False),
-                    output_field=models.BooleanField(),
-                )
-            }
-        )
+    def resumable_now_among(self, pks: list[Any], now: datetime) -> set[Any]:
+        """The primary keys among ``pks`` of the pauses :func:`resumable_now_q` holds for: one
+        query, each of those rows probing the store's unique index."""
+        matching = self.filter(resumable_now_q(now, self.model.store_model()), pk__in=pks)
+        return set(matching.values_list("pk", flat=True))
 
     def in_effective_status(self, status: str, now: datetime) -> PauseQuerySet:
         """Filter on the effective status, with conditions the status index can serve."""
