@@ -47,7 +47,10 @@ def test_the_consuming_update_changes_exactly_what_consume_changes() -> None:
         after_q = Pause.objects.values("status", "answered_at").get(jti=jti)
         Pause.objects.filter(jti=jti).update(status=label.split("/")[0], answered_at=None)
         statement = consuming_statement("default")
-        sql, params = statement.sql, statement.bind({"jti": jti, "now": now, "trace": None})
+        sql, params = (
+            statement.sql,
+            statement.bind({"jti": jti, "now": now, "trace": None, "answer_mac": None}),
+        )
         won_by_sql = run_statement(connection, sql, params, first_row=False)[0] == 1
         after_sql = Pause.objects.values("status", "answered_at").get(jti=jti)
         assert (won_by_sql, after_sql) == (won_by_q, after_q), label

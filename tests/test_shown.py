@@ -27,6 +27,7 @@ from turnstate_app.pauses import (
     mint_pause,
     resume_pause,
 )
+from turnstate_app.pauses.binding import identity_of, shown_mac
 from turnstate_app.pauses.shown import shown_digest
 from turnstate_app.status import lifecycle_status
 
@@ -39,6 +40,11 @@ def recorded(jti: str) -> str | None:
     return Pause.objects.values_list("shown_digest", flat=True).get(jti=jti)
 
 
+def keyed(jti: str, shown: Any) -> str:
+    """The MAC a pause records of ``shown``: its digest and the pause's identity, keyed."""
+    return shown_mac(identity_of(Pause.objects.get(jti=jti)), shown_digest(shown))
+
+
 def test_the_digest_is_of_canonical_json_key_order_and_whitespace_do_not_count() -> None:
     spaced = json.loads('{ "args" : { "seats": 2, "destination": "Lisbon" },\n "tool": "book_flight" }')
     assert shown_digest(spaced) == shown_digest(SHOWN)
@@ -47,11 +53,12 @@ def test_the_digest_is_of_canonical_json_key_order_and_whitespace_do_not_count()
     assert shown_digest({"text": "café"}) != shown_digest({"text": "cafe"})
 
 
-def test_a_pause_records_the_digest_of_its_request_by_default_or_of_what_is_shown() -> None:
+def test_a_pause_records_the_keyed_digest_of_its_request_by_default_or_of_what_is_shown() -> None:
     by_default = mint(request={"question": "Which date?"})
     shown = mint(shown=SHOWN)
-    assert recorded(by_default.claims.jti) == shown_digest({"question": "Which date?"})
-    assert recorded(shown.claims.jti) == shown_digest(SHOWN)
+    assert recorded(by_default.claims.jti) == keyed(by_default.claims.jti, {"question": "Which date?"})
+    assert recorded(shown.claims.jti) == keyed(shown.claims.jti, SHOWN)
+    assert recorded(shown.claims.jti) != shown_digest(SHOWN)  # not the plain digest anyone can compute
 
 
 def test_what_is_shown_must_be_json_and_is_refused_before_anything_is_written() -> None:
@@ -83,7 +90,8 @@ def test_a_changed_question_runs_nothing_and_is_listed_as_a_failed_continuation(
 
     assert not result.ran and runs == []
     assert result.reason is not None and "the question changed since it was asked" in result.reason
-    assert shown_digest(SHOWN)[:12] in result.reason and shown_digest(now)[:12] in result.reason
+    jti = minted.claims.jti
+    assert keyed(jti, SHOWN)[:12] in result.reason and keyed(jti, now)[:12] in result.reason
     pause = Pause.objects.get(jti=minted.claims.jti)
     assert pause.continuation == ContinuationState.REFUSED and pause.continuation_reason == result.reason
     assert list(Pause.objects.continuation_failed()) == [pause]
@@ -109,18 +117,16 @@ def test_the_admin_lists_the_refusal_among_the_failed_continuations(admin_client
     assert "the question changed since it was asked" in page.content.decode()
 
 
-def test_a_pause_minted_before_digests_were_recorded_is_not_checked() -> None:
+def test_a_pause_with_no_record_of_what_was_shown_is_refused_when_its_question_is_checked() -> None:
     minted = mint(shown=SHOWN)
     Pause.objects.filter(jti=minted.claims.jti).update(shown_digest=None)
     resumed = resume_pause(minted.token, "yes")
-    asked: list[ResumedPause] = []
+    runs: list[Continuation] = []
 
-    def still_shown(member: ResumedPause) -> Any:
-        asked.append(member)
-        return {"changed": True}
-
-    assert continue_once(resumed, lambda continuation: "ran", still_shown=still_shown).ran
-    assert asked == []
+    result = continue_once(resumed, runs.append, still_shown=lambda member: SHOWN)
+    assert not result.ran and runs == []
+    assert result.reason is not None and "no record of what was shown" in result.reason
+    assert Pause.objects.get(jti=minted.claims.jti).continuation == ContinuationState.REFUSED
 
 
 def test_without_still_shown_nothing_is_checked() -> None:

@@ -265,8 +265,20 @@ class Pause(models.Model):
         null=True,
         blank=True,
         help_text=_(
-            "SHA-256 of what the person was shown (canonical JSON); the run continues only while the "
-            "stored state still asks exactly that. Empty: minted before it was recorded, not checked."
+            "MAC (keyed from SECRET_KEY) of the SHA-256 of what the person was shown and of the pause's "
+            "identity; the run continues only while the stored state still asks exactly that. Empty: "
+            "nothing to confirm the question with, so a continuation that checks it is refused."
+        ),
+    )
+    answer_mac = models.CharField(
+        _("answer MAC"),
+        max_length=64,
+        null=True,
+        blank=True,
+        help_text=_(
+            "MAC (keyed from SECRET_KEY) of the answer as stored and of the pause's identity, written "
+            "as the answer is given; an answer read back that does not match it is refused. Empty: "
+            "not answered."
         ),
     )
 

@@ -13,9 +13,11 @@ continuation that ran twice would run the approved tool twice or fork the thread
    continuation is four statements: this claim, the turn taken and given back, the completion;
 3. the run takes its thread's turn (:mod:`turnstate_app.pauses.thread_turns`); a thread that
    stays busy gives the claim back as ``failed`` (nothing ran), to be retried;
-4. ``still_shown`` (when given) says what the stored state asks now, for each answered pause
-   that recorded what its person was shown: a different digest is refused like step 5's
-   ``ContinuationRefused``, before ``run`` (:mod:`turnstate_app.pauses.shown`);
+4. an answer read back from the store whose MAC does not verify (it was rewritten since it was
+   given) is refused like step 5's ``ContinuationRefused``, before ``run``; so is, when
+   ``still_shown`` is given, each answered pause whose recorded MAC of what was shown (none
+   included) does not verify against what the stored state asks now
+   (:mod:`turnstate_app.pauses.binding`, :mod:`turnstate_app.pauses.shown`);
 5. ``run`` returns: ``continued``. ``ContinuationRefused``: ``refused``, with the reason. Any
    other exception: ``crashed``, with the reason, and the exception propagates. A process
    that dies meanwhile leaves ``running``, shown as *stalled* after ``STALLED_AFTER`` —
@@ -42,10 +44,11 @@ from turnstate_app.choices import ContinuationState, PauseStatus
 from turnstate_app.errors import ContinuationRefused, PauseCheckpointNotFoundError, ThreadBusyError
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet
+from turnstate_app.pauses.binding import identity_of, shown_mac, shown_verifies
 from turnstate_app.pauses.groups import run_of
 from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
 from turnstate_app.pauses.mint import MintedPause, mint_pause
-from turnstate_app.pauses.shown import question_changed, shown_digest
+from turnstate_app.pauses.shown import question_changed, shown_digest, shown_unrecorded
 from turnstate_app.pauses.thread_turns import ThreadTurn, atake_turn, holding, take_turn
 from turnstate_app.ports import get_default_store
 from turnstate_app.ports.model import reading_primary
@@ -200,11 +203,13 @@ def continue_once(
     pause that recorded another is refused before anything is claimed; left out, nothing is
     checked.
 
-    ``still_shown``: called with each answered pause (the group's members) that recorded what
-    was shown, after the claim and before ``run``; it returns what the stored state asks now.
-    When its digest differs from the one recorded at mint, nothing runs: ``ran=False``, the
-    reason says the question changed (both digests' first characters), and the pause is listed
-    as a failed continuation. It may raise ``ContinuationRefused`` itself.
+    ``still_shown``: called with each answered pause (the group's members), after the claim and
+    before ``run``; it returns what the stored state asks now.
+    When its digest does not verify against the MAC recorded at mint, or none is recorded,
+    nothing runs: ``ran=False``, the reason says the question changed (both MACs' first
+    characters), and the pause is listed as a failed continuation. It may raise
+    ``ContinuationRefused`` itself. An answer read back from the store (``resumed(jti)``, a
+    redelivery, a group's other members) whose MAC fails is refused the same way.
     """
     with continuation_span(resumed) as current:
         result = _continue_once(resumed, run, store, agent, still_shown, current)
@@ -232,6 +237,7 @@ def _continue_once(
         try:
             try:
                 with holding(turn):
+                    require_answers(claimed)
                     if still_shown is not None:
                         for pause, member in to_confirm(claimed):
                             require_shown(pause, still_shown(member))
@@ -284,6 +290,7 @@ async def _acontinue_once(
         try:
             try:
                 with holding(turn):
+                    require_answers(claimed)
                     if still_shown is not None:
                         confirm = await sync_to_async(to_confirm, thread_sensitive=True)(claimed)
                         for pause, member in confirm:
@@ -387,27 +394,35 @@ def observe(claimed: Claimed, records: bool) -> None:
         telemetry.record("turnstate.continuation.delay", max(0.0, waited))
 
 
+def require_answers(claimed: Claimed) -> None:
+    """``ContinuationRefused`` when an answer read back from the store failed its MAC (an answer
+    given in this process carries none to check): the answer was rewritten since it was given."""
+    for member in claimed.continuation.members:
+        if member.answer_refused is not None:
+            raise ContinuationRefused(member.answer_refused)
+
+
 def to_confirm(claimed: Claimed) -> list[tuple[Pause, ResumedPause]]:
-    """The answered pauses whose question ``still_shown`` must confirm: each ledger row that recorded
-    what was shown (one minted before recorded nothing, and is not checked), with its answer."""
-    return [
-        (pause, member)
-        for pause, member in zip(claimed.pauses.rows(), claimed.continuation.members, strict=True)
-        if pause.shown_digest is not None
-    ]
+    """The answered pauses whose question ``still_shown`` must confirm, each with its answer: every
+    one, a pause with no recorded MAC of what was shown included (it is refused)."""
+    return list(zip(claimed.pauses.rows(), claimed.continuation.members, strict=True))
 
 
 def require_shown(pause: Pause, shown: Any) -> None:
-    """``ContinuationRefused`` unless ``shown`` has the digest ``pause`` recorded at mint."""
+    """``ContinuationRefused`` unless the digest of ``shown`` verifies against the MAC ``pause``
+    recorded at mint (under ``SECRET_KEY`` or a fallback); a pause with none is refused."""
     try:
         current = shown_digest(shown)
     except (TypeError, ValueError) as exc:
         raise ContinuationRefused(
             f"pause {pause.jti}: what the stored state asks now is not JSON ({exc}); nothing was run"
         ) from None
-    assert pause.shown_digest is not None
-    if current != pause.shown_digest:
-        raise ContinuationRefused(question_changed(pause.jti, pause.shown_digest, current))
+    identity = identity_of(pause)
+    if shown_verifies(pause.shown_digest, identity, current):
+        return
+    if not pause.shown_digest:
+        raise ContinuationRefused(shown_unrecorded(pause.jti))
+    raise ContinuationRefused(question_changed(pause.jti, pause.shown_digest, shown_mac(identity, current)))
 
 
 def wrong_agent(pause: Pause, agent: str | None) -> str:

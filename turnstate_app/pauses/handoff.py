@@ -29,6 +29,7 @@ from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.models import Pause
 from turnstate_app.pauses import workers
+from turnstate_app.pauses.binding import answer_changed, answer_verifies, identity_of
 from turnstate_app.pauses.signals import pause_answered
 from turnstate_app.turnstate import TurnCheckpoint, TurnCheckpointStore
 
@@ -46,6 +47,9 @@ class ResumedPause:
     """When the answer was given (None: not known here), for the continuation's delay."""
     answer_traceparent: str | None = field(default=None, compare=False)
     """The trace the answer was given in (None: none), which the continuation's span links to."""
+    answer_refused: str | None = field(default=None, compare=False)
+    """Why the answer read back from the store is not the one given (its MAC does not verify);
+    a continuation refuses it. None: it verified, or it was given in this process."""
 
     @property
     def resumable(self) -> bool:
@@ -179,7 +183,8 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
 
 
 def rebuild_resumed(pause: Pause, store: TurnCheckpointStore) -> ResumedPause:
-    """An answered pause as the handler first saw it, from the ledger and the store alone."""
+    """An answered pause as the handler first saw it, from the ledger and the store alone; an
+    answer whose MAC does not verify is carried with why, for the continuation to refuse."""
     claims = pause.claims
     stored = store.read_answer_sync(claims) if store.wired else None
     answer = None if stored is None else json.loads(stored)
@@ -189,4 +194,15 @@ def rebuild_resumed(pause: Pause, store: TurnCheckpointStore) -> ResumedPause:
         checkpoint=store.find_sync(claims),
         answered_at=pause.answered_at,
         answer_traceparent=pause.answer_traceparent,
+        answer_refused=refused_answer(pause, stored, wired=store.wired),
     )
+
+
+def refused_answer(pause: Pause, stored: str | None, *, wired: bool) -> str | None:
+    """Why the answer ``stored`` for ``pause`` is not the one given (None: its MAC verifies, or a
+    store that is not wired kept none). A wired store always keeps an answer: one missing is refused."""
+    if stored is None:
+        return answer_changed(pause.jti) if wired else None
+    if answer_verifies(pause.answer_mac, identity_of(pause), stored):
+        return None
+    return answer_changed(pause.jti)

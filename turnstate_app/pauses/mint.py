@@ -36,6 +36,7 @@ from turnstate_app.keys import payload_key
 from turnstate_app.managers import new_pause
 from turnstate_app.models import Pause
 from turnstate_app.pauses.answers import check_schema
+from turnstate_app.pauses.binding import identity_of, shown_mac
 from turnstate_app.pauses.earned import ResumableCheck, earned
 from turnstate_app.pauses.groups import check_group
 from turnstate_app.pauses.shown import digest_at_mint
@@ -96,10 +97,10 @@ def mint_pause(
 
     ``agent``: the name of the graph or agent that paused; ``continue_once`` then refuses
     any other before claiming anything. ``shown``: what the person is shown (JSON; default:
-    ``request``); its digest is recorded, and ``continue_once(..., still_shown=...)`` runs
-    nothing when the stored state no longer asks exactly that. A failed request write or
-    ledger write raises and returns no token; a failed turn-state record returns a token
-    with ``resumable=False``.
+    ``request``); a MAC of its digest (keyed from ``SECRET_KEY``) is recorded, and
+    ``continue_once(..., still_shown=...)`` runs nothing when the stored state no longer asks
+    exactly that. A failed request write or ledger write raises and returns no token; a failed
+    turn-state record returns a token with ``resumable=False``.
     """
     store = store if store is not None else get_default_store()
     answer_schema = check_schema(answer_schema)
@@ -119,7 +120,7 @@ def mint_pause(
     )
     request_key = payload_key(claims)
     request_value = to_json("request", request)
-    digest = digest_at_mint(request if shown is None else shown)
+    digest = shown_mac(identity_of(claims), digest_at_mint(request if shown is None else shown))
     turn = stamped_turn(TurnCheckpoint.model_construct(prompt=prompt, messages=messages), claims)
     try:
         encoded = turn.encode()  # a transcript that cannot be stored is the caller's bug: say so now

@@ -20,7 +20,7 @@ from django.utils import timezone
 from turnstate_app.after_answer import State, redeliverable_q, same_run_q
 from turnstate_app.errors import TurnStateError
 from turnstate_app.models import Pause, PauseQuerySet
-from turnstate_app.pauses.handoff import HandOff, ResumedPause, hand_off
+from turnstate_app.pauses.handoff import HandOff, ResumedPause, hand_off, refused_answer
 from turnstate_app.ports import get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -100,7 +100,8 @@ def redeliver(
 
 
 def rebuilt(pause: Pause, store: TurnCheckpointStore) -> ResumedPause | None:
-    """The pause as first handed over; None when it was deleted since it was listed."""
+    """The pause as first handed over; None when it was deleted since it was listed. An answer
+    whose MAC does not verify is handed over with why, and its continuation refuses it."""
     claims = pause.claims
     stored = store.read_answer_sync(claims) if store.wired else None
     if stored is None and store.wired:
@@ -118,4 +119,5 @@ def rebuilt(pause: Pause, store: TurnCheckpointStore) -> ResumedPause | None:
         checkpoint=checkpoint,
         answered_at=pause.answered_at,
         answer_traceparent=pause.answer_traceparent,
+        answer_refused=refused_answer(pause, stored, wired=store.wired),
     )

@@ -8,7 +8,8 @@ caller in any number of processes win, and that caller stores the answer.
 When the store is the model port in the ledger's own database, the ledger row and the
 turn state are read in one query (:func:`turnstate_app.ports.ledger.read_pause`); any other
 port is read through the port. The UPDATE and the answer's write are one storage call
-(:func:`turnstate_app.ports.ledger.consume_and_answer`).
+(:func:`turnstate_app.ports.ledger.consume_and_answer`); that UPDATE also sets the answer's MAC
+(:mod:`turnstate_app.pauses.binding`), so an answer rewritten in the store later is refused.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from turnstate_app.errors import (
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseStatus
 from turnstate_app.pauses.answers import validate_answer
+from turnstate_app.pauses.binding import answer_mac, identity_of
 from turnstate_app.pauses.handoff import ResumedPause, after_answer
 from turnstate_app.pauses.mint import shared_alias, to_json
 from turnstate_app.pauses.tokens import read_token
@@ -125,7 +127,8 @@ def _resume(
     # The one winner.
     try:
         trace = telemetry.traceparent()
-        if not ledger_rows.consume_and_answer(store, using, claims, answer_value, now, trace):
+        mac = answer_mac(identity_of(claims), answer_value)
+        if not ledger_rows.consume_and_answer(store, using, claims, answer_value, now, trace, mac):
             raise _LostTheRaceError
     except (_LostTheRaceError, OperationalError) as exc:
         if isinstance(exc, OperationalError) and not is_serialization_failure(exc):

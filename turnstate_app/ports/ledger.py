@@ -180,20 +180,22 @@ def consume_and_answer(
     answer_value: str,
     now: datetime,
     trace: str | None = None,
+    answer_mac: str | None = None,
 ) -> bool:
     """Consume the pause and store the answer, together: True for the one caller that won.
 
-    Nothing lands unless both do. On PostgreSQL with the model port in the ledger's database
-    both are one statement (outside a caller's transaction: one round trip, one commit);
+    ``answer_mac``: the answer's MAC, set on the ledger row by the consuming UPDATE itself (no
+    statement of its own). Nothing lands unless both do. On PostgreSQL with the model port in the
+    ledger's database both are one statement (outside a caller's transaction: one round trip, one commit);
     elsewhere the UPDATE and then, only if it won, the answer's write, in one transaction.
     """
     connection = connections[using]
     same_database = _answers_in_ledger_db(store, using)
     if connection.vendor == "postgresql" and same_database:
         with transaction.atomic(using=using) if connection.in_atomic_block else nullcontext():
-            return _consume_answering(connection, using, claims, answer_value, now, trace)
+            return _consume_answering(connection, using, claims, answer_value, now, trace, answer_mac)
     with transaction.atomic(using=using):
-        if not _consume(using, claims.jti, now, trace):
+        if not _consume(using, claims.jti, now, trace, answer_mac):
             return False
         # In this very transaction, rolled back whole if the write fails: no savepoint of the port's.
         with whole_transaction_writes() if same_database else nullcontext():
@@ -207,19 +209,21 @@ def _answers_in_ledger_db(store: TurnCheckpointStore, using: str) -> bool:
     return writes_as_defined(commands) and commands.write_alias() == using
 
 
-CONSUME_VALUES = ("jti", "now", "trace")
+CONSUME_VALUES = ("jti", "now", "trace", "answer_mac")
 
 
 @cache
 def consuming_statement(alias: str) -> Compiled:
-    """:meth:`~turnstate_app.managers.PauseQuerySet.consume`'s UPDATE, compiled once per database."""
+    """:meth:`~turnstate_app.managers.PauseQuerySet.consume`'s UPDATE, compiled once per database,
+    also setting the answer's MAC."""
     consumable = _models()[0].objects.using(alias).consumable(marker("jti"), now=MARKED_TIME)
-    return compiled_update(consumable, answered_values(MARKED_TIME, marker("trace")), CONSUME_VALUES)
+    values = {**answered_values(MARKED_TIME, marker("trace")), "answer_mac": marker("answer_mac")}
+    return compiled_update(consumable, values, CONSUME_VALUES)
 
 
-def _consume(using: str, jti: str, now: datetime, trace: str | None) -> bool:
+def _consume(using: str, jti: str, now: datetime, trace: str | None, answer_mac: str | None) -> bool:
     statement = consuming_statement(using)
-    params = statement.bind({"jti": jti, "now": now, "trace": trace})
+    params = statement.bind({"jti": jti, "now": now, "trace": trace, "answer_mac": answer_mac})
     return run_statement(connections[using], statement.sql, params, first_row=False)[0] == 1
 
 
@@ -230,6 +234,7 @@ def _consume_answering(
     answer_value: str,
     now: datetime,
     trace: str | None,
+    answer_mac: str | None,
 ) -> bool:
     """``WITH won AS (<the consuming UPDATE> RETURNING 1) <the port's upsert> SELECT … FROM won``.
 
@@ -246,7 +251,7 @@ def _consume_answering(
         max_bytes=conf.MAX_VALUE_BYTES,
     )
     consume = consuming_statement(using)
-    consume_params = consume.bind({"jti": claims.jti, "now": now, "trace": trace})
+    consume_params = consume.bind({"jti": claims.jti, "now": now, "trace": trace, "answer_mac": answer_mac})
     stamp = connection.ops.adapt_datetimefield_value(now)
     stored, key_id = stored_value(claims.thread_id, key, answer_value)
     row = (claims.thread_id, claims.checkpoint_id, key, stored, key_id, claims.run_id, stamp, stamp)

@@ -31,6 +31,7 @@ from turnstate_app.contrib.langgraph import (
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
 from turnstate_app.models import Pause
 from turnstate_app.pauses import aresume_pause, resume_pause
+from turnstate_app.pauses.binding import identity_of, shown_mac
 from turnstate_app.pauses.shown import shown_digest
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -88,9 +89,10 @@ def assert_refused(result: Any, jti: str) -> None:
     assert Pause.objects.continuation_failed().filter(jti=jti).exists()
 
 
-def test_the_pause_records_the_digest_of_the_interrupts_value() -> None:
+def test_the_pause_records_the_keyed_digest_of_the_interrupts_value() -> None:
     _, _, minted = paused_question()
-    assert Pause.objects.get(jti=minted.claims.jti).shown_digest == shown_digest({"question": "Go ahead?"})
+    expected = shown_mac(identity_of(minted.claims), shown_digest({"question": "Go ahead?"}))
+    assert Pause.objects.get(jti=minted.claims.jti).shown_digest == expected
 
 
 def test_an_interrupt_whose_stored_value_changed_is_refused_and_its_node_does_not_run() -> None:

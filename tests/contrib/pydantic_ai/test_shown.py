@@ -30,6 +30,7 @@ from turnstate_app.contrib.pydantic_ai import (
 from turnstate_app.contrib.pydantic_ai.models import StoredEntry
 from turnstate_app.models import Pause
 from turnstate_app.pauses import MintedPause, aresume_pause, resume_pause
+from turnstate_app.pauses.binding import identity_of, shown_mac
 from turnstate_app.pauses.shown import shown_digest
 
 pytestmark = pytest.mark.django_db
@@ -69,8 +70,9 @@ def test_each_pause_records_the_digest_of_its_tool_and_arguments() -> None:
     book = Pause.objects.get(jti=pauses["call-book"].claims.jti)
     asked = Pause.objects.get(jti=pauses["call-date"].claims.jti)
     expected = {"tool_name": "book_flight", "args": {"destination": "Lisbon", "seats": 2}}
-    assert book.shown_digest == shown_digest(expected)
-    assert asked.shown_digest == shown_digest({"tool_name": "ask_date", "args": {"question": "Which date?"}})
+    assert book.shown_digest == shown_mac(identity_of(book), shown_digest(expected))
+    asked_digest = shown_digest({"tool_name": "ask_date", "args": {"question": "Which date?"}})
+    assert asked.shown_digest == shown_mac(identity_of(asked), asked_digest)
 
 
 def test_an_approved_call_whose_stored_arguments_changed_is_refused_and_no_tool_runs() -> None:
