@@ -20,6 +20,9 @@ class SealedTable:
 
     ``scope`` narrows the table to the rows that are sealed at all (the store's claims stay clear).
     ``binary``: the column holds bytes (else text, whose tokens are ASCII).
+    ``identity``: the columns that name a row, in the order its MAC (:mod:`turnstate_app.integrity`)
+    takes them; ``mac``: the column that holds it. The MAC's table is :attr:`label` of the model
+    (``model._meta.label``).
     """
 
     model: type[Model]
@@ -28,10 +31,17 @@ class SealedTable:
     key_id: str = "encryption_key_id"
     binary: bool = False
     scope: Q = field(default_factory=Q)
+    identity: tuple[str, ...] = ()
+    mac: str = "value_mac"
 
     @property
     def label(self) -> str:
         return f"{self.model._meta.label}.{self.value}"
+
+    @property
+    def table(self) -> str:
+        """The table's name in its rows' MACs."""
+        return self.model._meta.label
 
 
 _tables: dict[str, SealedTable] = {}

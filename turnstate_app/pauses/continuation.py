@@ -18,10 +18,12 @@ continuation that ran twice would run the approved tool twice or fork the thread
    ``still_shown`` is given, each answered pause whose recorded MAC of what was shown (none
    included) does not verify against what the stored state asks now
    (:mod:`turnstate_app.pauses.binding`, :mod:`turnstate_app.pauses.shown`);
-5. ``run`` returns: ``continued``. ``ContinuationRefused``: ``refused``, with the reason. Any
-   other exception: ``crashed``, with the reason, and the exception propagates. A process
-   that dies meanwhile leaves ``running``, shown as *stalled* after ``STALLED_AFTER`` —
-   delivery is at least once, a continuation at most once, and a lost one always visible.
+5. ``run`` returns: ``continued``. ``ContinuationRefused``: ``refused``, with the reason; so is a
+   ``PayloadBindingError`` (a stored record the run starts from failed its MAC or its binding:
+   retrying cannot help, and nothing of it is used). Any other exception: ``crashed``, with the
+   reason, and the exception propagates. A process that dies meanwhile leaves ``running``,
+   shown as *stalled* after ``STALLED_AFTER`` — delivery is at least once, a continuation at
+   most once, and a lost one always visible.
 """
 
 from __future__ import annotations
@@ -41,7 +43,12 @@ from django.utils import timezone
 from turnstate_app import telemetry
 from turnstate_app.after_answer import ANY_AGENT
 from turnstate_app.choices import ContinuationState, PauseStatus
-from turnstate_app.errors import ContinuationRefused, PauseCheckpointNotFoundError, ThreadBusyError
+from turnstate_app.errors import (
+    ContinuationRefused,
+    PauseCheckpointNotFoundError,
+    PayloadBindingError,
+    ThreadBusyError,
+)
 from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.pauses.binding import identity_of, shown_mac, shown_verifies
@@ -244,6 +251,8 @@ def _continue_once(
                     output = run(claimed.continuation)
             except ContinuationRefused as refused:
                 return refuse(claimed, refused)
+            except PayloadBindingError as unreadable:
+                return refuse(claimed, ContinuationRefused(str(unreadable)))
             except Exception as exc:
                 crash(claimed, exc)
                 raise
@@ -301,6 +310,9 @@ async def _acontinue_once(
                         output = await output
             except ContinuationRefused as refused:
                 return await sync_to_async(refuse, thread_sensitive=True)(claimed, refused)
+            except PayloadBindingError as unreadable:
+                unusable = ContinuationRefused(str(unreadable))
+                return await sync_to_async(refuse, thread_sensitive=True)(claimed, unusable)
             except Exception as exc:
                 await sync_to_async(crash, thread_sensitive=True)(claimed, exc)
                 raise

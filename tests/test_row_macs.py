@@ -1,0 +1,96 @@
+"""A row's MAC (turnstate_app.integrity): bound to its table, identity, key id and stored value,
+made under SECRET_KEY and verified under SECRET_KEY_FALLBACKS; and a continuation whose stored
+start fails its MAC is refused, not crashed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from tests.pause_helpers import mint
+from turnstate_app.choices import ContinuationState
+from turnstate_app.errors import UnreadableValueError
+from turnstate_app.integrity import MAC_LENGTH, require_row, row_mac, row_verifies
+from turnstate_app.models import Pause
+from turnstate_app.pauses import Continuation, ContinueResult, acontinue_once, continue_once, resume_pause
+from turnstate_app.status import lifecycle_status
+
+TABLE = "turnstate_app.CheckpointMetadata"
+ROW = ("thread-1", "cp-1", "answer:abc")
+
+
+def test_a_mac_verifies_its_own_row_only() -> None:
+    mac = row_mac(TABLE, ROW, "k1", b"token")
+    assert len(mac) == MAC_LENGTH
+    assert row_verifies(TABLE, ROW, "k1", b"token", mac)
+    assert row_verifies(TABLE, ROW, "k1", "token", mac)  # text and its UTF-8 bytes are one value
+    others: list[tuple[str, tuple[str, ...], str | None, Any]] = [
+        ("turnstate_app.Other", ROW, "k1", b"token"),  # another table
+        (TABLE, ("thread-2", "cp-1", "answer:abc"), "k1", b"token"),  # another row
+        (TABLE, ("thread-1", "cp-1answer:abc", ""), "k1", b"token"),  # ids that concatenate alike
+        (TABLE, ROW, None, b"token"),  # the same bytes said to be clear
+        (TABLE, ROW, "k2", b"token"),  # another key id
+        (TABLE, ROW, "k1", b"token2"),  # another value
+    ]
+    for table, identity, key_id, value in others:
+        assert not row_verifies(table, identity, key_id, value, mac), (table, identity, key_id, value)
+
+
+def test_no_value_and_an_empty_value_are_told_apart() -> None:
+    assert not row_verifies(TABLE, ROW, None, b"", row_mac(TABLE, ROW, None, None))
+    assert not row_verifies(TABLE, ROW, None, None, row_mac(TABLE, ROW, None, b""))
+
+
+def test_a_missing_mac_never_verifies_and_the_error_names_the_row_not_the_value() -> None:
+    assert not row_verifies(TABLE, ROW, None, b"secret answer", None)
+    assert not row_verifies(TABLE, ROW, None, b"secret answer", "")
+    with pytest.raises(UnreadableValueError) as raised:
+        require_row(TABLE, ROW, None, b"secret answer", None)
+    assert "has no MAC" in str(raised.value) and "answer:abc" in str(raised.value)
+    assert "secret answer" not in str(raised.value)
+
+
+def test_a_mac_made_under_a_guessed_key_does_not_verify() -> None:
+    with override_settings(SECRET_KEY="a guess at the key"):
+        guessed = row_mac(TABLE, ROW, None, b"approve")
+    with pytest.raises(UnreadableValueError, match="does not match its MAC"):
+        require_row(TABLE, ROW, None, b"approve", guessed)
+
+
+def test_a_mac_made_under_the_previous_key_verifies_while_it_is_a_fallback() -> None:
+    with override_settings(SECRET_KEY="the previous key " * 4):
+        old = row_mac(TABLE, ROW, None, b"value")
+    assert not row_verifies(TABLE, ROW, None, b"value", old)
+    with override_settings(SECRET_KEY_FALLBACKS=["the previous key " * 4]):
+        assert row_verifies(TABLE, ROW, None, b"value", old)
+
+
+def refused_start(continuation: Continuation) -> None:
+    require_row(TABLE, ROW, None, b"edited at rest", None)
+
+
+@pytest.mark.django_db
+def test_a_continuation_whose_start_fails_its_mac_is_refused_not_crashed() -> None:
+    resumed = resume_pause(mint().token, {"ok": True})
+    result = continue_once(resumed, refused_start)
+    assert result.ran is False and result.reason is not None and "has no MAC" in result.reason
+    pause = Pause.objects.get(jti=resumed.claims.jti)
+    assert pause.continuation == ContinuationState.REFUSED
+    assert pause.continuation_reason == result.reason
+    assert lifecycle_status().failed_continuations == 1
+    assert continue_once(resumed, refused_start) == ContinueResult(
+        ran=False, reason=f"continuation failed before: {result.reason}"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_async_continuation_whose_start_fails_its_mac_is_refused_not_crashed() -> None:
+    from asgiref.sync import sync_to_async
+
+    resumed = await sync_to_async(resume_pause)((await sync_to_async(mint)()).token, {"ok": True})
+    result = await acontinue_once(resumed, refused_start)
+    assert result.ran is False and result.reason is not None and "has no MAC" in result.reason
+    pause = await Pause.objects.aget(jti=resumed.claims.jti)
+    assert pause.continuation == ContinuationState.REFUSED

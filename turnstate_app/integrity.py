@@ -1,0 +1,96 @@
+"""Every stored value bound to its row by a MAC keyed from ``SECRET_KEY``.
+
+Someone who can write the database but holds no key (a leaked database password, a restored
+backup, an operator's mistake) could otherwise edit a stored value, plant a clear value where
+a sealed one was written, or copy a row under another thread: encryption alone does not stop a
+forged row, because a row's key id says "clear" as easily as it names a key. So each row that
+holds a value keeps, in a column of its own, a MAC over
+
+- its table (a value copied into another table never verifies),
+- its identity (thread, checkpoint, key, …: a value copied to another row never verifies),
+- its key id (a clear value where a sealed one was written never verifies),
+- and the value exactly as stored (ciphertext, or the clear text when no keys are set),
+
+written with the value in the same statement and checked on every read before the value is
+decrypted or decoded. A missing or wrong MAC makes the row an unreadable record
+(:class:`~turnstate_app.errors.UnreadableValueError`, a ``PayloadBindingError``), never data.
+
+The MAC is Django's ``salted_hmac`` (SHA-256), made with ``SECRET_KEY`` and verified under it
+and each of ``SECRET_KEY_FALLBACKS``, as Django's signing is, so ``SECRET_KEY`` can be rotated
+without refusing a row. A row rewritten in place (an upsert) could be set back to an older
+value that verified once; where that would change what runs, the lifecycle binds the state a
+continuation starts from to its pause (each bridge's start-state check).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.utils.crypto import constant_time_compare, salted_hmac
+
+from turnstate_app.errors import UnreadableValueError
+
+__all__ = ["MAC_LENGTH", "require_row", "row_mac", "row_verifies"]
+
+MAC_LENGTH = 64
+"""Hex digits of a row's MAC (SHA-256): the width of every ``value_mac`` column."""
+
+_SALT = "turnstate_app.integrity.row"
+
+
+def _message(table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None) -> bytes:
+    # The header is one JSON array, so no choice of ids can read as another's; the value follows
+    # after a NUL that JSON text never holds. None (no value) and b"" are told apart.
+    header = json.dumps(
+        [table, [str(part) for part in identity], key_id, value is None],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    ).encode("utf-8")
+    if value is None:
+        return header
+    body = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    return header + b"\x00" + body
+
+
+def _mac(message: bytes, secret: Any) -> str:
+    return salted_hmac(_SALT, message, secret=secret, algorithm="sha256").hexdigest()
+
+
+def _secrets() -> Iterator[Any]:
+    yield settings.SECRET_KEY
+    yield from settings.SECRET_KEY_FALLBACKS
+
+
+def row_mac(table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None) -> str:
+    """The MAC under ``SECRET_KEY`` that a row of ``table`` at ``identity`` stores beside ``value``.
+
+    ``table`` is the model's label (``app_label.Model``); ``value`` is the column as stored:
+    the token when sealed, the clear text or bytes otherwise, None where the column is empty."""
+    return _mac(_message(table, identity, key_id, value), settings.SECRET_KEY)
+
+
+def row_verifies(
+    table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None, recorded: str | None
+) -> bool:
+    """Whether ``recorded`` is this row's MAC under ``SECRET_KEY`` or a fallback (missing: never)."""
+    if not recorded:
+        return False
+    message = _message(table, identity, key_id, value)
+    return any(constant_time_compare(recorded, _mac(message, secret)) for secret in _secrets())
+
+
+def require_row(
+    table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None, recorded: str | None
+) -> None:
+    """:class:`UnreadableValueError` unless ``recorded`` verifies; the error names the row, not its value."""
+    if row_verifies(table, identity, key_id, value, recorded):
+        return
+    what = "has no MAC" if not recorded else "does not match its MAC"
+    raise UnreadableValueError(
+        f"the stored value of {table} row {list(map(str, identity))} {what}: it was not written by "
+        "this app under its SECRET_KEY (or SECRET_KEY_FALLBACKS), or it was changed at rest; it is "
+        "an unreadable record and is not used"
+    )
