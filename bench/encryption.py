@@ -153,6 +153,7 @@ def fill(rows: int, key: str) -> list[str]:
     ``SAMPLE`` tokens (for the bare loop: holding them all would weigh on the RSS measured)."""
     from turnstate_app.encryption import seal_text
     from turnstate_app.models import CheckpointMetadata
+    from turnstate_app.ports.sealing import value_mac
 
     CheckpointMetadata.objects.all().delete()
     keys_on([key])
@@ -170,6 +171,7 @@ def fill(rows: int, key: str) -> list[str]:
                     key=f"answer:{i}",
                     value=value,
                     encryption_key_id=key_id,
+                    value_mac=value_mac("bench", str(i), f"answer:{i}", value, key_id),
                 )
             )
         CheckpointMetadata.objects.bulk_create(batch)
@@ -191,7 +193,7 @@ def rotation(rows: int, batch_size: int, old: str, new: str) -> dict[str, Any]:
     bare = len(tokens) / (time.perf_counter() - started)
     del tokens
     keys_on([new, old])
-    table = SealedTable(CheckpointMetadata, "value")
+    table = SealedTable(CheckpointMetadata, "value", identity=("thread_id", "checkpoint_id", "key"))
     peak = [rss_bytes()]
     started = time.perf_counter()
     counts = rotate(table, batch_size=batch_size, progress=lambda _: peak.append(rss_bytes()))

@@ -19,7 +19,16 @@ from typing import IO, Any
 
 META = "turnstate_app_checkpointmetadata"
 PAUSE = "turnstate_app_pause"
-META_COLUMNS = ("thread_id", "checkpoint_id", "key", "value", "task_id", "created_at", "updated_at")
+META_COLUMNS = (
+    "thread_id",
+    "checkpoint_id",
+    "key",
+    "value",
+    "value_mac",
+    "task_id",
+    "created_at",
+    "updated_at",
+)
 PAUSE_COLUMNS = (
     "jti",
     "run_id",
@@ -263,8 +272,12 @@ def slot_rng(seed: int, slot: int) -> random.Random:
 
 
 def meta_line(thread: str, checkpoint: str, key: str, value: str, task: str, at: float) -> str:
+    """A clear store row as the port writes it, its MAC included (else the app would not read it)."""
+    from turnstate_app.ports.sealing import value_mac
+
     when = stamp(at)
-    return f"{thread}\t{checkpoint}\t{key}\t{value}\t{task}\t{when}\t{when}\n"
+    mac = value_mac(thread, checkpoint, key, value, None)
+    return f"{thread}\t{checkpoint}\t{key}\t{value}\t{mac}\t{task}\t{when}\t{when}\n"
 
 
 def slot_rows(

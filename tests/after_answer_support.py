@@ -24,6 +24,7 @@ from langgraph.types import Interrupt, interrupt
 from typing_extensions import TypedDict
 
 from tests.contrib.langgraph.approvals import config, record, runs
+from tests.contrib.langgraph.keyed_rows import rekey
 from tests.contrib.raw_edits import raw_update
 from tests.demo_runs import ROOT, this_tree
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, pause_interrupts
@@ -89,7 +90,8 @@ def payments(thread: str) -> int:
 
 
 def change_question(thread: str) -> None:
-    """Rewrite the pending interrupt's stored value, as a bad row edit would: another question."""
+    """Rewrite the pending interrupt's stored value with its MAC, as a bug of a process holding
+    ``SECRET_KEY`` would: another question (an edit at rest without it fails the row's MAC)."""
     serde = DjangoCheckpointSaver().serde
     rows = CheckpointWrite.objects.filter(thread_id=thread, channel="__interrupt__")
     edited = 0
@@ -99,6 +101,7 @@ def change_question(thread: str) -> None:
             Interrupt(value={"question": "Pay EUR 9,999 to ACME?"}, id=i.id) for i in interrupts
         )
         raw_update(CheckpointWrite, pk, "blob", serde.dumps_typed(changed)[1])
+        rekey(CheckpointWrite, pk=pk)  # as the app's own code would write it: the question check refuses
         edited += 1
     assert edited
 

@@ -12,6 +12,7 @@ from turnstate_app.contracts import PauseClaims
 from turnstate_app.keys import payload_key
 from turnstate_app.managers import CLAIM_FIELDS
 from turnstate_app.models import CheckpointMetadata, Pause
+from turnstate_app.ports.sealing import value_mac
 from turnstate_app.turnstate import TurnCheckpoint
 
 
@@ -65,6 +66,11 @@ class CheckpointMetadataFactory(factory.django.DjangoModelFactory):
     key = factory.Sequence(lambda n: f"ask_user_request:call-{n}")
     value = '{"question": "Which date?"}'
     task_id = None
+    encryption_key_id = None
+    # As the port writes it; pass value_mac=None (or another) to plant a row the app did not write.
+    value_mac = factory.LazyAttribute(
+        lambda row: value_mac(row.thread_id, row.checkpoint_id, row.key, row.value, row.encryption_key_id)
+    )
 
 
 class PauseFactory(factory.django.DjangoModelFactory[Pause]):

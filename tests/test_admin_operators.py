@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from tests.factories import CheckpointMetadataFactory
 from tests.pause_helpers import answered, legacy_request, lost, mint
 from turnstate_app.admin import VALUE_PREVIEW_CHARS, CheckpointMetadataAdmin, UnresumablePauseAdmin
 from turnstate_app.models import CheckpointMetadata, Pause
@@ -124,7 +125,7 @@ def test_a_value_is_pretty_printed_json(admin_client: Client) -> None:
 
 def test_a_big_value_is_truncated_with_a_link_to_the_whole(admin_client: Client) -> None:
     big = {"transcript": "x" * (VALUE_PREVIEW_CHARS * 3)}
-    row = CheckpointMetadata.objects.create(
+    row = CheckpointMetadataFactory.create(
         thread_id="t-big", checkpoint_id="cp", key="other:big", value=json.dumps(big)
     )
     html = admin_client.get(row_page(row)).content.decode()

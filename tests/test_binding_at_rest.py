@@ -24,6 +24,7 @@ from tests.contrib.langgraph.test_shown import edit_interrupts
 from tests.contrib.raw_edits import raw_update
 from tests.pause_helpers import mint
 from tests.test_migrations import migrate_to, migrate_to_latest
+from turnstate_app import integrity
 from turnstate_app.choices import ContinuationState
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, continue_graph, pause_interrupts
 from turnstate_app.keys import answer_key, payload_key
@@ -46,8 +47,9 @@ NO_RECORD = "no record of what was shown"
 
 
 def answer_verifies_anything(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The answer's check patched out: every MAC verifies."""
+    """The answer's checks patched out: every MAC verifies, the ledger's and the stored row's own."""
     monkeypatch.setattr(handoff, "answer_verifies", lambda *args: True)
+    monkeypatch.setattr(integrity, "row_verifies", lambda *args: True)
 
 
 def shown_verifies_anything(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -364,8 +366,8 @@ def test_langgraph_macs_under_a_fallback_key_verify_and_an_honest_run_runs() -> 
         resume_pause(minted.token, "yes")
     with override_settings(SECRET_KEY="turnstate-new-key", SECRET_KEY_FALLBACKS=["turnstate-old-key"]):
         result = continue_graph(graph, resumed(minted.claims.jti))
-    assert result.ran and runs(thread, "ask") == 1 and runs(thread, "book") == 1
-    assert "ask:yes" in log_of(graph, thread)
+        assert result.ran and runs(thread, "ask") == 1 and runs(thread, "book") == 1
+        assert "ask:yes" in log_of(graph, thread)
 
 
 # -- 0013: the pauses recorded before are keyed ---------------------------------------------------
@@ -392,10 +394,15 @@ def test_0013_keys_every_pause_not_yet_continued_so_it_continues() -> None:
         request_lost.claims.jti: None,
     }
     try:
-        pause_model, _ = migrate_to(BEFORE)
+        pause_model, row_model = migrate_to(BEFORE)
         for jti, digest in plain.items():
             pause_model.objects.filter(jti=jti).update(shown_digest=digest)
-        stored_row(request_lost.claims, payload_key(request_lost.claims)).delete()
+        lost_claims = request_lost.claims
+        row_model.objects.filter(
+            thread_id=lost_claims.thread_id,
+            checkpoint_id=lost_claims.checkpoint_id,
+            key=payload_key(lost_claims),
+        ).delete()
     finally:
         migrate_to_latest()
 

@@ -33,6 +33,7 @@ from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.pauses import continue_once, pause_minted, resume_pause
 from turnstate_app.pauses.handoff import rebuild_resumed
 from turnstate_app.ports import get_default_store
+from turnstate_app.ports.sealing import value_mac
 from turnstate_app.turnstate import turn_state_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -187,12 +188,19 @@ def test_a_handler_raising_with_the_answer_reaches_no_span_and_no_log(
 # -- (3) a tampered row ------------------------------------------------------------------------
 
 
+def forge_with_mac(row: CheckpointMetadata, value: str) -> None:
+    """``row`` rewritten with a MAC that verifies (as only a holder of SECRET_KEY could): the
+    value reaches the parsers, whose errors must not carry it."""
+    mac = value_mac(row.thread_id, row.checkpoint_id, row.key, value, row.encryption_key_id)
+    CheckpointMetadata.objects.filter(pk=row.pk).update(value=value, value_mac=mac)
+
+
 def test_a_tampered_turn_state_reaches_no_span_and_no_log(seen: Seen) -> None:
     minted = mint()
     row = CheckpointMetadata.objects.get(thread_id=minted.claims.thread_id, key=turn_state_key(minted.claims))
     tampered = json.loads(row.value)
     tampered["messages"] = MARKER  # a string where a list belongs: the validator quotes it
-    CheckpointMetadata.objects.filter(pk=row.pk).update(value=json.dumps(tampered))
+    forge_with_mac(row, json.dumps(tampered))
     with pytest.raises(PayloadBindingError):
         resume_pause(minted.token, "yes")
     failed_on_the_span(seen, "turnstate.resume")
@@ -202,9 +210,8 @@ def test_a_tampered_turn_state_reaches_no_span_and_no_log(seen: Seen) -> None:
 def test_a_tampered_answer_row_reaches_no_span_and_no_log(seen: Seen) -> None:
     minted = mint()
     resume_pause(minted.token, "yes")
-    CheckpointMetadata.objects.filter(
-        thread_id=minted.claims.thread_id, key=answer_key(minted.claims)
-    ).update(value=f"{{not json: {MARKER}")
+    row = CheckpointMetadata.objects.get(thread_id=minted.claims.thread_id, key=answer_key(minted.claims))
+    forge_with_mac(row, f"{{not json: {MARKER}")
     with pytest.raises(ValueError):
         rebuild_resumed(Pause.objects.get(jti=minted.claims.jti), get_default_store())
     assert seen.carrying_the_marker() == []

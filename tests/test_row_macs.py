@@ -94,3 +94,21 @@ async def test_an_async_continuation_whose_start_fails_its_mac_is_refused_not_cr
     assert result.ran is False and result.reason is not None and "has no MAC" in result.reason
     pause = await Pause.objects.aget(jti=resumed.claims.jti)
     assert pause.continuation == ContinuationState.REFUSED
+
+
+@pytest.mark.parametrize(
+    ("identity", "key_id", "value"),
+    [(ROW, None, None), (ROW, "k1", b""), (ROW, None, "caf\u00e9"), (("t", 7), "k", b"\x00\xff" * 300)],
+)
+def test_every_mac_is_djangos_salted_hmac_of_the_row(identity: Any, key_id: Any, value: Any) -> None:
+    from django.conf import settings
+    from django.utils.crypto import salted_hmac
+
+    from turnstate_app.integrity import _SALT, _header
+
+    header = _header(TABLE, identity, key_id, value)
+    body = b"" if value is None else b"\x00" + (value.encode() if isinstance(value, str) else value)
+    expected = salted_hmac(_SALT, header + body, secret=settings.SECRET_KEY, algorithm="sha256").hexdigest()
+    assert row_mac(TABLE, identity, key_id, value) == expected
+    with override_settings(SECRET_KEY="another key"):
+        assert row_mac(TABLE, identity, key_id, value) != expected

@@ -119,6 +119,12 @@ READ_AND_DROPPED = 200
 
 
 def seed_a_store_in_use() -> None:
+    if not connection.in_atomic_block:
+        # The tables as a store in use has them, not as earlier tests left them: the space of
+        # their rolled-back rows (the heap and the indexes) weighs on the plans this test judges.
+        with connection.cursor() as cursor:
+            for table in LEDGER_TABLES:
+                cursor.execute(f"VACUUM FULL {connection.ops.quote_name(table)}")
     every_group_state()
     long_ago = timezone.now() - timedelta(days=30)
     old = {"created_at": long_ago, "expires_at": long_ago + timedelta(days=1)}
@@ -227,6 +233,7 @@ def figures_and_lists(now: datetime, admin: Client) -> dict[str, Callable[[], An
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the plans are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # VACUUM runs outside a transaction
 def test_no_figure_or_state_list_reads_the_ledger_or_the_store_whole(admin_client: Client) -> None:
     seed_a_store_in_use()
     now = timezone.now()

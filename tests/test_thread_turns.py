@@ -32,7 +32,7 @@ from turnstate_app.pauses import (
     thread_turns,
 )
 from turnstate_app.pauses.thread_turns import ThreadTurn, aturn_of, take_turn, turn_of
-from turnstate_app.ports import InMemoryCheckpointCommandPort, get_default_store
+from turnstate_app.ports import InMemoryCheckpointCommandPort, ModelCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -188,13 +188,24 @@ def test_a_continuation_running_longer_than_stalled_after_keeps_its_turn(
     ).exists()
 
 
+def hold_turn(thread_id: str, value: str) -> None:
+    """The thread's turn row as another process holding it writes it."""
+    ModelCheckpointCommandPort().write_metadata_sync(
+        thread_id=thread_id,
+        checkpoint_id=THREAD_TURN_CHECKPOINT_ID,
+        key=thread_turn_key(),
+        value=value,
+        task_id=None,
+    )
+
+
 @pytest.mark.django_db
 def test_a_turn_left_by_a_crashed_holder_is_taken_over_after_stalled_after(turnstate_settings: Any) -> None:
     turnstate_settings["STALLED_AFTER"] = 30
     store = get_default_store()
     place = {"thread_id": "thread-c", "checkpoint_id": THREAD_TURN_CHECKPOINT_ID, "key": thread_turn_key()}
     crashed = json.dumps({"holder": "gone", "since": time.time() - 31})
-    CheckpointMetadata.objects.create(**place, value=crashed)
+    ModelCheckpointCommandPort().write_metadata_sync(**place, value=crashed, task_id=None)
     turn = take_turn(store, "thread-c", wait=1)
     assert CheckpointMetadata.objects.get(**place).value == turn.value
     turn.release()
@@ -207,7 +218,7 @@ def test_a_busy_thread_gives_the_continuation_back_untouched(turnstate_settings:
     resumed = resume_pause(mint(thread_id="thread-busy").token, "yes")
     holder = take_turn(get_default_store(), "thread-busy", wait=0)
     holder.value = json.dumps({"holder": "alive", "since": time.time() + 3600})  # never stale
-    CheckpointMetadata.objects.filter(key=thread_turn_key()).update(value=holder.value)
+    hold_turn("thread-busy", holder.value)
 
     def run(continuation: Continuation) -> None:
         pytest.fail("ran while another continuation held the thread")
@@ -308,9 +319,7 @@ def test_a_holder_beats_only_while_the_turn_row_still_names_it() -> None:
     beats = CheckpointMetadata.objects.filter(thread_id="thread-b", key__startswith="thread_turn:alive:")
     assert turn.beat()
     assert beats.count() == 1
-    CheckpointMetadata.objects.filter(key=thread_turn_key()).update(
-        value=json.dumps({"holder": "someone-else", "since": time.time()})
-    )
+    hold_turn("thread-b", json.dumps({"holder": "someone-else", "since": time.time()}))
     beats.delete()
     assert not turn.beat()  # taken over: it writes nothing more
     assert not beats.exists()

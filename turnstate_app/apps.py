@@ -28,7 +28,15 @@ class TurnstateConfig(AppConfig):
         from turnstate_app.sealed_tables import SealedTable, register
 
         # Requests, turn states and answers are sealed; claims and heartbeats stay clear.
-        register(SealedTable(CheckpointMetadata, "value", scope=~Q(kind=RowKind.OTHER)))
+        # Every row carries a MAC of its place, key id and stored value (turnstate_app.integrity).
+        register(
+            SealedTable(
+                CheckpointMetadata,
+                "value",
+                scope=~Q(kind=RowKind.OTHER),
+                identity=("thread_id", "checkpoint_id", "key"),
+            )
+        )
         checks.register(check_settings, "turnstate")
         checks.register(check_packet_limit, "turnstate", checks.Tags.database)
         checks.register(check_databases, "turnstate")

@@ -48,6 +48,15 @@ class UnreadableValueError(PayloadBindingError):
     """
 
 
+class ChangedAtRestError(UnreadableValueError):
+    """A stored row whose MAC is missing or does not verify: written by someone without
+    ``SECRET_KEY``, copied from another row, or edited since this app wrote it.
+
+    Its own class so a caller can say "changed since it was written" rather than "cannot be
+    read"; callers still catch :class:`UnreadableValueError` / :class:`PayloadBindingError`.
+    """
+
+
 class PauseAlreadyAnsweredError(TurnStateError):
     """The pause's token was already consumed."""
 

@@ -15,23 +15,28 @@ written with the value in the same statement and checked on every read before th
 decrypted or decoded. A missing or wrong MAC makes the row an unreadable record
 (:class:`~turnstate_app.errors.UnreadableValueError`, a ``PayloadBindingError``), never data.
 
-The MAC is Django's ``salted_hmac`` (SHA-256), made with ``SECRET_KEY`` and verified under it
-and each of ``SECRET_KEY_FALLBACKS``, as Django's signing is, so ``SECRET_KEY`` can be rotated
-without refusing a row. A row rewritten in place (an upsert) could be set back to an older
-value that verified once; where that would change what runs, the lifecycle binds the state a
-continuation starts from to its pause (each bridge's start-state check).
+The MAC is Django's ``salted_hmac`` (SHA-256; its key derived once per secret and the HMAC
+taken in one call, which the tests hold equal to ``salted_hmac``'s), made with ``SECRET_KEY``
+and verified under it and each of ``SECRET_KEY_FALLBACKS``, as Django's signing is, so
+``SECRET_KEY`` can be rotated without refusing a row. A row rewritten in place (an upsert)
+could be set back to an older value that verified once; where that would change what runs, the
+lifecycle binds the state a continuation starts from to its pause (each bridge's start-state
+check).
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
+import hmac
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.utils.crypto import constant_time_compare, salted_hmac
+from django.utils.crypto import constant_time_compare
+from django.utils.encoding import force_bytes
 
-from turnstate_app.errors import UnreadableValueError
+from turnstate_app.errors import ChangedAtRestError
 
 __all__ = ["MAC_LENGTH", "require_row", "row_mac", "row_verifies"]
 
@@ -41,22 +46,32 @@ MAC_LENGTH = 64
 _SALT = "turnstate_app.integrity.row"
 
 
-def _message(table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None) -> bytes:
-    # The header is one JSON array, so no choice of ids can read as another's; the value follows
-    # after a NUL that JSON text never holds. None (no value) and b"" are told apart.
-    header = json.dumps(
-        [table, [str(part) for part in identity], key_id, value is None],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    ).encode("utf-8")
+def _field(part: Any) -> str:
+    # Length-prefixed, so no choice of ids can read as another's; None is not "" (no length).
+    if part is None:
+        return "-"
+    text = str(part)
+    return f"{len(text)}:{text}"
+
+
+def _header(table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None) -> bytes:
+    fields = [table, len(identity), *identity, key_id, "value" if value is not None else None]
+    return "|".join(map(_field, fields)).encode("utf-8")
+
+
+@lru_cache(maxsize=8)
+def _key(secret: Any) -> bytes:
+    """The HMAC key Django's ``salted_hmac(_SALT, …, secret=secret, algorithm="sha256")`` uses,
+    derived once per secret (``tests/test_row_macs.py`` holds every MAC equal to ``salted_hmac``'s)."""
+    return hashlib.sha256(force_bytes(_SALT) + force_bytes(secret)).digest()
+
+
+def _mac(header: bytes, value: bytes | str | None, secret: Any) -> str:
     if value is None:
-        return header
-    body = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-    return header + b"\x00" + body
-
-
-def _mac(message: bytes, secret: Any) -> str:
-    return salted_hmac(_SALT, message, secret=secret, algorithm="sha256").hexdigest()
+        message = header
+    else:
+        message = header + b"\x00" + (value.encode("utf-8") if isinstance(value, str) else bytes(value))
+    return hmac.digest(_key(secret), message, "sha256").hex()
 
 
 def _secrets() -> Iterator[Any]:
@@ -69,7 +84,7 @@ def row_mac(table: str, identity: Sequence[Any], key_id: str | None, value: byte
 
     ``table`` is the model's label (``app_label.Model``); ``value`` is the column as stored:
     the token when sealed, the clear text or bytes otherwise, None where the column is empty."""
-    return _mac(_message(table, identity, key_id, value), settings.SECRET_KEY)
+    return _mac(_header(table, identity, key_id, value), value, settings.SECRET_KEY)
 
 
 def row_verifies(
@@ -78,18 +93,19 @@ def row_verifies(
     """Whether ``recorded`` is this row's MAC under ``SECRET_KEY`` or a fallback (missing: never)."""
     if not recorded:
         return False
-    message = _message(table, identity, key_id, value)
-    return any(constant_time_compare(recorded, _mac(message, secret)) for secret in _secrets())
+    header = _header(table, identity, key_id, value)
+    return any(constant_time_compare(recorded, _mac(header, value, secret)) for secret in _secrets())
 
 
 def require_row(
     table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None, recorded: str | None
 ) -> None:
-    """:class:`UnreadableValueError` unless ``recorded`` verifies; the error names the row, not its value."""
+    """:class:`ChangedAtRestError` (an ``UnreadableValueError``) unless ``recorded`` verifies; the
+    error names the row, not its value."""
     if row_verifies(table, identity, key_id, value, recorded):
         return
     what = "has no MAC" if not recorded else "does not match its MAC"
-    raise UnreadableValueError(
+    raise ChangedAtRestError(
         f"the stored value of {table} row {list(map(str, identity))} {what}: it was not written by "
         "this app under its SECRET_KEY (or SECRET_KEY_FALLBACKS), or it was changed at rest; it is "
         "an unreadable record and is not used"

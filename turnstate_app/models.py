@@ -12,7 +12,8 @@ from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.choices import ContinuationState, PauseStatus, RowKind
 from turnstate_app.contracts import PauseClaims
-from turnstate_app.encryption import KEY_ID_LENGTH, unseal_text
+from turnstate_app.encryption import KEY_ID_LENGTH
+from turnstate_app.integrity import MAC_LENGTH
 from turnstate_app.keys import (
     ANSWER_KEY_PREFIX,
     ASK_USER_REQUEST_KEY_PREFIX,
@@ -28,6 +29,7 @@ from turnstate_app.managers import (
     claims_of,
 )
 from turnstate_app.ports.limits import ID_MAX_LENGTH
+from turnstate_app.ports.sealing import read_row
 
 __all__ = [
     "ID_MAX_LENGTH",
@@ -99,6 +101,16 @@ class CheckpointMetadata(models.Model):
         blank=True,
         help_text=_("The id of the key the value is encrypted with; empty when it is stored clear."),
     )
+    value_mac = models.CharField(
+        _("value MAC"),
+        max_length=MAC_LENGTH,
+        null=True,
+        blank=True,
+        help_text=_(
+            "Binds the stored value to this row and its key id, keyed from SECRET_KEY: a value "
+            "changed at rest no longer matches it and is not read."
+        ),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     kind = models.GeneratedField(
@@ -133,8 +145,11 @@ class CheckpointMetadata(models.Model):
     def plain_value(self) -> str:
         """The value as written, decrypted when stored encrypted.
 
-        ``UnreadableValueError`` when its key is not configured (any more)."""
-        return unseal_text(self.value, self.encryption_key_id, thread_id=self.thread_id)
+        ``UnreadableValueError`` when its MAC does not verify (it was changed at rest) or its
+        key is not configured (any more)."""
+        return read_row(
+            self.thread_id, self.checkpoint_id, self.key, self.value, self.encryption_key_id, self.value_mac
+        )
 
 
 class Pause(models.Model):

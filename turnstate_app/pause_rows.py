@@ -15,7 +15,7 @@ from django.db.models.functions import Concat
 from turnstate_app.checkpoints import ANSWER_KEY_PREFIX
 from turnstate_app.errors import UnreadableValueError
 from turnstate_app.models import CheckpointMetadata, Pause
-from turnstate_app.ports.sealing import read_value
+from turnstate_app.ports.sealing import read_row
 
 __all__ = ["answer_row", "parsed", "request_of", "request_row", "with_request"]
 
@@ -37,21 +37,25 @@ def answer_row() -> QuerySet[CheckpointMetadata]:
 
 
 def with_request(pauses: QuerySet[Pause]) -> QuerySet[Pause]:
-    """Annotates ``request_value`` (the stored text of each pause's request, or None) and
-    ``request_key_id`` (the key it is encrypted with; None: clear), in the same query."""
+    """Annotates ``request_value`` (the stored text of each pause's request, or None),
+    ``request_key_id`` (the key it is encrypted with; None: clear) and ``request_mac`` (its MAC),
+    in the same query."""
     return pauses.annotate(
         request_value=Subquery(request_row().values("value")[:1]),
         request_key_id=Subquery(request_row().values("encryption_key_id")[:1]),
+        request_mac=Subquery(request_row().values("value_mac")[:1]),
     )
 
 
 def request_of(pause: Pause) -> Any:
-    """The request :func:`with_request` annotated, decrypted and parsed; None when absent or unreadable."""
+    """The request :func:`with_request` annotated, its MAC verified, decrypted and parsed; None
+    when absent or unreadable (changed at rest, or its key gone)."""
     stored: str | None = getattr(pause, "request_value", None)
     if stored is None:
         return None
+    key_id, mac = getattr(pause, "request_key_id", None), getattr(pause, "request_mac", None)
     try:
-        return parsed(read_value(pause.thread_id, stored, getattr(pause, "request_key_id", None)))
+        return parsed(read_row(pause.thread_id, pause.checkpoint_id, pause.request_key, stored, key_id, mac))
     except UnreadableValueError:
         return None
 

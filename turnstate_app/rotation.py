@@ -9,8 +9,11 @@ that writer wrote, and is left for the next run.
 Nothing is lost and nothing is encrypted twice. The state lives in the rows themselves, so a
 killed run resumes by being run again.
 
-A row whose key id is not among its thread's keys is unreadable: counted and listed, never
-touched.
+Each row's MAC (:mod:`turnstate_app.integrity`) is read with it and verified before the row is
+decrypted; a rotated row's ``UPDATE`` writes its new MAC beside its new value. A row whose key id
+is not among its thread's keys, or whose MAC does not verify (it was changed at rest), is
+unreadable: counted and listed, never re-encrypted nor touched, so rotation never turns a forged
+row into one that verifies. (A table registered without ``identity`` keeps no MAC.)
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ from django.db.models import Field, Q
 from turnstate_app.conf import conf
 from turnstate_app.encryption import KeySet, keys_for, seal, seal_text, unseal, unseal_text
 from turnstate_app.errors import UnreadableValueError
+from turnstate_app.integrity import row_mac, row_verifies
 from turnstate_app.sealed_tables import SealedTable
 
 DEFAULT_BATCH_SIZE = 200
 MAX_BATCH_SIZE = 5000
 LISTED_UNREADABLE = 20
 """Unreadable rows a survey lists by id (all are counted)."""
+KEY_GONE = "key gone"
+FAILS_MAC = "fails its MAC"
 
 
 @dataclass
@@ -42,15 +48,31 @@ class TableCounts:
     old_key: int = 0
     current: int = 0
     unreadable: int = 0
+    failed_mac: int = 0
     rotated: int = 0
     written_meanwhile: int = 0
     batches: int = 0
-    unreadable_rows: list[tuple[Any, str]] = field(default_factory=list)
+    unreadable_rows: list[tuple[Any, str, str]] = field(default_factory=list)
+    """(pk, thread, why) of the first unreadable rows."""
 
-    def note_unreadable(self, pk: Any, thread: str) -> None:
+    def note_unreadable(self, pk: Any, thread: str, why: str = KEY_GONE) -> None:
         self.unreadable += 1
+        if why == FAILS_MAC:
+            self.failed_mac += 1
         if len(self.unreadable_rows) < LISTED_UNREADABLE:
-            self.unreadable_rows.append((pk, thread))
+            self.unreadable_rows.append((pk, thread, why))
+
+
+@dataclass(frozen=True)
+class _Due:
+    """A row to re-encrypt, as read: its value and key id, its MAC and identity (as the MAC takes it)."""
+
+    pk: Any
+    thread: str
+    key_id: str | None
+    stored: Any
+    mac: str | None
+    identity: tuple[Any, ...]
 
 
 def _keys(cache: dict[str, KeySet | None], thread: str) -> KeySet | None:
@@ -59,10 +81,19 @@ def _keys(cache: dict[str, KeySet | None], thread: str) -> KeySet | None:
     return cache[thread]
 
 
+def _columns(table: SealedTable, *, values: bool) -> tuple[str, ...]:
+    """What a batch reads of each row: pk, thread, key id; with ``values``, the value, its MAC and
+    every identity column (each column once)."""
+    wanted = ["pk", table.thread, table.key_id]
+    if values:
+        wanted += [table.value, *([table.mac, *table.identity] if table.identity else [])]
+    return tuple(dict.fromkeys(wanted))
+
+
 def _batches(
     table: SealedTable, batch_size: int, *, stale_only: bool, values: bool
-) -> Iterator[list[tuple[Any, ...]]]:
-    """(pk, thread, key id[, value]) of the table's sealed, non-null values, ``batch_size`` at a time,
+) -> Iterator[list[dict[str, Any]]]:
+    """The :func:`_columns` of the table's sealed, non-null values, ``batch_size`` rows at a time,
     by pk; one query each.
 
     ``stale_only`` (one key list for every thread): only rows not on the first key, found by SQL.
@@ -76,15 +107,18 @@ def _batches(
     current = keys_for("") if stale_only else None
     if current is not None:
         rows = rows.filter(Q(**{f"{table.key_id}__isnull": True}) | ~Q(**{table.key_id: current.primary_id}))
+    columns = _columns(table, values=values)
     after = None
     while True:
         page = rows if after is None else rows.filter(pk__gt=after)
-        columns = ("pk", table.thread, table.key_id, *([table.value] if values else []))
-        batch = list(page.order_by("pk").values_list(*columns)[:batch_size])
+        batch = [
+            dict(zip(columns, row, strict=True))
+            for row in page.order_by("pk").values_list(*columns)[:batch_size]
+        ]
         if not batch:
             return
         yield batch
-        after = batch[-1][0]
+        after = batch[-1]["pk"]
 
 
 def survey(table: SealedTable, *, batch_size: int = DEFAULT_BATCH_SIZE) -> TableCounts:
@@ -93,7 +127,8 @@ def survey(table: SealedTable, *, batch_size: int = DEFAULT_BATCH_SIZE) -> Table
     for batch in _batches(table, batch_size, stale_only=False, values=False):
         counts.batches += 1
         cache: dict[str, KeySet | None] = {}  # per batch: memory stays flat whatever the threads
-        for pk, thread, key_id in batch:
+        for row in batch:
+            pk, thread, key_id = row["pk"], row[table.thread], row[table.key_id]
             keys = _keys(cache, thread)
             if key_id is None:
                 counts.clear += 1
@@ -119,14 +154,17 @@ def rotate(
         counts.batches += 1
         cache: dict[str, KeySet | None] = {}  # per batch: memory stays flat whatever the threads
         due = []
-        for pk, thread, key_id, stored in batch:
+        for row in batch:
+            pk, thread, key_id = row["pk"], row[table.thread], row[table.key_id]
             keys = _keys(cache, thread)
             if keys is None or key_id == keys.primary_id:
                 continue  # clear by design (no keys for this thread), or current
             if key_id is not None and key_id not in keys.by_id:
                 counts.note_unreadable(pk, thread)
                 continue
-            due.append((pk, thread, key_id, stored))
+            stored = bytes(row[table.value]) if table.binary else str(row[table.value])
+            identity = tuple(row[name] for name in table.identity)
+            due.append(_Due(pk, thread, key_id, stored, row.get(table.mac), identity))
         if due:
             _rotate_rows(table, due, counts)
         if progress is not None:
@@ -134,28 +172,47 @@ def rotate(
     return counts
 
 
-def _rotate_rows(table: SealedTable, due: list[tuple[Any, ...]], counts: TableCounts) -> None:
-    """Re-encrypt these rows (pk, thread, key id, value as read): one ``UPDATE`` per row, sent
-    together, each applied only while the row still holds the key id and value read; one
-    transaction per batch."""
+def _verifies(table: SealedTable, row: _Due) -> bool:
+    """Whether the row's MAC verifies (a table that keeps none: always)."""
+    if not table.identity:
+        return True
+    return row_verifies(table.table, row.identity, row.key_id, row.stored, row.mac)
+
+
+def _resealed(table: SealedTable, row: _Due) -> tuple[Any, ...]:
+    """The row's new value, key id (and MAC, when the table keeps one)."""
+    new: bytes | str
+    if table.binary:
+        new, new_id = seal(unseal(row.stored, row.key_id, thread_id=row.thread), thread_id=row.thread)
+    else:
+        new, new_id = seal_text(
+            unseal_text(row.stored, row.key_id, thread_id=row.thread), thread_id=row.thread
+        )
+    if not table.identity:
+        return (new, new_id)
+    return (new, new_id, row_mac(table.table, row.identity, new_id, new))
+
+
+def _rotate_rows(table: SealedTable, due: list[_Due], counts: TableCounts) -> None:
+    """Re-encrypt these rows: one ``UPDATE`` per row, sent together, each applied only while the
+    row still holds the key id and value read; one transaction per batch. A row whose MAC does
+    not verify is left as it is."""
     alias = router.db_for_write(table.model)
     was_clear: list[tuple[Any, ...]] = []
     was_sealed: list[tuple[Any, ...]] = []
-    for pk, thread, key_id, stored in due:
-        new: bytes | str
-        try:
-            if table.binary:
-                stored = bytes(stored)
-                new, new_id = seal(unseal(stored, key_id, thread_id=thread), thread_id=thread)
-            else:
-                new, new_id = seal_text(unseal_text(str(stored), key_id, thread_id=thread), thread_id=thread)
-        except UnreadableValueError:
-            counts.note_unreadable(pk, thread)
+    for row in due:
+        if not _verifies(table, row):
+            counts.note_unreadable(row.pk, row.thread, FAILS_MAC)
             continue
-        if key_id is None:
-            was_clear.append((new, new_id, pk, stored))
+        try:
+            new = _resealed(table, row)
+        except UnreadableValueError:
+            counts.note_unreadable(row.pk, row.thread)
+            continue
+        if row.key_id is None:
+            was_clear.append((*new, row.pk, row.stored))
         else:
-            was_sealed.append((new, new_id, pk, key_id, stored))
+            was_sealed.append((*new, row.pk, row.key_id, row.stored))
     if not was_clear and not was_sealed:
         return
     clear_sql, sealed_sql = _updates(table, alias)
@@ -178,7 +235,8 @@ def _updates(table: SealedTable, alias: str) -> tuple[str, str]:
     value, key_id, pk = (
         quote(str(_field(table, n).column)) for n in (table.value, table.key_id, meta.pk.name)
     )
-    head = f"UPDATE {name} SET {value} = %s, {key_id} = %s WHERE {pk} = %s AND "
+    mac = f", {quote(str(_field(table, table.mac).column))} = %s" if table.identity else ""
+    head = f"UPDATE {name} SET {value} = %s, {key_id} = %s{mac} WHERE {pk} = %s AND "
     return (
         f"{head}{key_id} IS NULL AND {value} = %s",
         f"{head}{key_id} = %s AND {value} = %s",

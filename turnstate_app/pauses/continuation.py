@@ -53,7 +53,7 @@ from turnstate_app.managers import effective_status
 from turnstate_app.models import Pause, PauseQuerySet
 from turnstate_app.pauses.binding import identity_of, shown_mac, shown_verifies
 from turnstate_app.pauses.groups import run_of
-from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed
+from turnstate_app.pauses.handoff import ResumedPause, rebuild_resumed, refused_resumed
 from turnstate_app.pauses.mint import MintedPause, mint_pause
 from turnstate_app.pauses.shown import question_changed, shown_digest, shown_unrecorded
 from turnstate_app.pauses.thread_turns import ThreadTurn, atake_turn, holding, take_turn
@@ -368,7 +368,7 @@ def claim(
     if settled is not None:
         return ContinueResult(ran=False, reason=settled)
     with reading_primary():
-        answers = [resumed if member.jti == jti else rebuild_resumed(member, store) for member in members]
+        answers = [resumed if member.jti == jti else member_answer(member, store) for member in members]
     if not pauses.filter(pk__in=[member.pk for member in members]).claim_run(now=now):
         lead.refresh_from_db(fields=["continuation", "continuation_reason"])
         return ContinueResult(ran=False, reason=settled_reason(lead) or REASON_CLAIMED_ELSEWHERE)
@@ -377,6 +377,15 @@ def claim(
     claimed = ClaimedPauses([member.jti for member in members], using, rows=members)
     continuation = Continuation(resumed=resumed, members=answers, store=store, claimed=claimed)
     return Claimed(continuation=continuation, pauses=claimed, store=store, claimed_at=now)
+
+
+def member_answer(member: Pause, store: TurnCheckpointStore) -> ResumedPause:
+    """A group member's answer as stored; one whose rows fail their MAC is carried with why, so
+    the whole run is claimed and refused (step 4) rather than left queued by an exception."""
+    try:
+        return rebuild_resumed(member, store)
+    except PayloadBindingError as unreadable:
+        return refused_resumed(member, f"pause {member.jti}: {unreadable}")
 
 
 def recording(current: Any) -> bool:

@@ -27,6 +27,7 @@ from django.utils.module_loading import import_string
 from turnstate_app import telemetry
 from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
+from turnstate_app.errors import ChangedAtRestError, PayloadBindingError
 from turnstate_app.models import Pause
 from turnstate_app.pauses import workers
 from turnstate_app.pauses.binding import answer_changed, answer_verifies, identity_of
@@ -186,7 +187,12 @@ def rebuild_resumed(pause: Pause, store: TurnCheckpointStore) -> ResumedPause:
     """An answered pause as the handler first saw it, from the ledger and the store alone; an
     answer whose MAC does not verify is carried with why, for the continuation to refuse."""
     claims = pause.claims
-    stored = store.read_answer_sync(claims) if store.wired else None
+    try:
+        stored = store.read_answer_sync(claims) if store.wired else None
+    except ChangedAtRestError:  # its row is not the one the answer wrote
+        return refused_resumed(pause, answer_changed(pause.jti))
+    except PayloadBindingError as unreadable:  # its key is gone
+        return refused_resumed(pause, f"pause {pause.jti}: {unreadable}")
     answer = None if stored is None else json.loads(stored)
     return ResumedPause(
         claims=claims,
@@ -195,6 +201,19 @@ def rebuild_resumed(pause: Pause, store: TurnCheckpointStore) -> ResumedPause:
         answered_at=pause.answered_at,
         answer_traceparent=pause.answer_traceparent,
         answer_refused=refused_answer(pause, stored, wired=store.wired),
+    )
+
+
+def refused_resumed(pause: Pause, reason: str) -> ResumedPause:
+    """``pause`` with no answer, carrying why its stored answer cannot be used: its continuation
+    is claimed and refused (the refused state, with the reason), and nothing runs."""
+    return ResumedPause(
+        claims=pause.claims,
+        answer=None,
+        checkpoint=None,
+        answered_at=pause.answered_at,
+        answer_traceparent=pause.answer_traceparent,
+        answer_refused=reason,
     )
 
 

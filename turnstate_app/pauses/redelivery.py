@@ -18,9 +18,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from turnstate_app.after_answer import State, redeliverable_q, same_run_q
-from turnstate_app.errors import TurnStateError
+from turnstate_app.errors import ChangedAtRestError, PayloadBindingError, TurnStateError
 from turnstate_app.models import Pause, PauseQuerySet
-from turnstate_app.pauses.handoff import HandOff, ResumedPause, hand_off, refused_answer
+from turnstate_app.pauses.binding import answer_changed
+from turnstate_app.pauses.handoff import HandOff, ResumedPause, hand_off, refused_answer, refused_resumed
 from turnstate_app.ports import get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -103,7 +104,12 @@ def rebuilt(pause: Pause, store: TurnCheckpointStore) -> ResumedPause | None:
     """The pause as first handed over; None when it was deleted since it was listed. An answer
     whose MAC does not verify is handed over with why, and its continuation refuses it."""
     claims = pause.claims
-    stored = store.read_answer_sync(claims) if store.wired else None
+    try:
+        stored = store.read_answer_sync(claims) if store.wired else None
+    except ChangedAtRestError:  # its row is not the one the answer wrote
+        return refused_resumed(pause, answer_changed(pause.jti))
+    except PayloadBindingError as unreadable:  # its key is gone
+        return refused_resumed(pause, f"pause {pause.jti}: {unreadable}")
     if stored is None and store.wired:
         if not Pause.objects.filter(pk=pause.pk).exists():
             return None

@@ -1,13 +1,14 @@
 """The ledger's storage calls: a mint's row, and the steps of a resume.
 
 A mint inserts its ledger row in one statement (:func:`insert_pause`). A resume reads the
-pause with its turn state in one query, then consumes it and stores the answer in one
-transaction. Every condition is the ORM's, from :class:`~turnstate_app.managers.PauseQuerySet`;
-nothing here restates one as text. On PostgreSQL, when the answer goes to the model port in the
-ledger's own database, consuming and answering are one statement: the port's own upsert of the
-answer inside a data-modifying ``WITH`` around the consuming UPDATE, which is compiled from the
-queryset that :meth:`~turnstate_app.managers.PauseQuerySet.consume` runs, so the answer is
-written exactly when this caller won the pause.
+pause with its request and turn-state rows (each with its MAC) in one query, then consumes it
+and stores the answer in one transaction. Every condition is the ORM's, from
+:class:`~turnstate_app.managers.PauseQuerySet`; nothing here restates one as text. On
+PostgreSQL, when the answer goes to the model port in the ledger's own database, consuming and
+answering are one statement: the port's own upsert of the answer (its MAC included) inside a
+data-modifying ``WITH`` around the consuming UPDATE, which is compiled from the queryset that
+:meth:`~turnstate_app.managers.PauseQuerySet.consume` runs, so the answer is written exactly
+when this caller won the pause.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Exists, Subquery
+from django.db.models import Subquery
 from django.db.models.signals import post_save, pre_save
 
 from turnstate_app.after_answer import answered_values
@@ -38,7 +39,7 @@ from turnstate_app.ports.compiled import (
 from turnstate_app.ports.execution import insert_returning_pk, run_statement
 from turnstate_app.ports.limits import require_write
 from turnstate_app.ports.model import whole_transaction_writes, writes_as_defined
-from turnstate_app.ports.sealing import read_value, stored_value
+from turnstate_app.ports.sealing import read_row, stored_row
 from turnstate_app.ports.statements import statements_for
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -109,44 +110,76 @@ def insert_pause(pause: Any, *, using: str) -> Any:
 
 
 @dataclass(frozen=True)
-class LedgerRead:
-    """A pause's ledger row (None: no row) with its turn state's stored text, as one query found them.
+class StoredRow:
+    """One store row as the ledger's query read it: where it is, the value as stored, its key id and MAC."""
 
-    The turn state is decrypted only when it is loaded (:meth:`turn_state_text`), after the checks
-    that come first, so an answered pause with a lost key still says "already answered"."""
+    checkpoint_id: str
+    key: str
+    stored: str
+    key_id: str | None
+    mac: str | None
+
+    def text(self, thread_id: str) -> str:
+        """The value as written, once its MAC verifies; ``UnreadableValueError`` otherwise."""
+        return read_row(thread_id, self.checkpoint_id, self.key, self.stored, self.key_id, self.mac)
+
+
+@dataclass(frozen=True)
+class LedgerRead:
+    """A pause's ledger row (None: no row) with its request and turn-state rows, as one query found them.
+
+    Both rows are verified and decrypted only when the turn state is loaded
+    (:meth:`turn_state_text`), after the checks that come first, so an answered pause with a
+    lost key still says "already answered"."""
 
     pause: Any
-    turn_state: str | None
-    turn_state_key_id: str | None
-    request_recorded: bool
+    turn_state_row: StoredRow | None = None
+    request_row: StoredRow | None = None
+
+    @property
+    def turn_state(self) -> str | None:
+        """The turn state's value as stored (None: no row)."""
+        return None if self.turn_state_row is None else self.turn_state_row.stored
+
+    @property
+    def request_recorded(self) -> bool:
+        return self.request_row is not None
 
     def turn_state_text(self, thread_id: str) -> str | None:
-        """The turn state as written; ``UnreadableValueError`` when its key is gone."""
-        if self.turn_state is None:
-            return None
-        return read_value(thread_id, self.turn_state, self.turn_state_key_id)
+        """The turn state as written (None: no row). ``UnreadableValueError`` when the request's
+        or the turn state's MAC does not verify, or a key is gone: a resume never consumes a pause
+        whose question or state was changed at rest."""
+        if self.request_row is not None:
+            self.request_row.text(thread_id)
+        return None if self.turn_state_row is None else self.turn_state_row.text(thread_id)
 
 
 READ_VALUES = ("jti", "thread_id", "checkpoint_id", "turn_state_key", "request_key", "now")
+_ROW_COLUMNS = {"stored": "value", "key_id": "encryption_key_id", "mac": "value_mac"}
 
 
 @cache
 def read_statement(alias: str) -> CompiledRow:
-    """The ledger row with its effective status, its turn state's stored value and key id, and
-    whether its request is recorded: the ORM's query, compiled once per database."""
+    """The ledger row with its effective status, and its turn state's and request's stored value,
+    key id and MAC: the ORM's query, compiled once per database."""
     pause_model, rows_model = _models()
     place = rows_model.objects.using(alias).filter(
         thread_id=marker("thread_id"), checkpoint_id=marker("checkpoint_id")
     )
-    turn_state = place.filter(key=marker("turn_state_key"))
+    rows = {
+        "turn_state": place.filter(key=marker("turn_state_key")),
+        "request": place.filter(key=marker("request_key")),
+    }
     query = (
         pause_model.objects.using(alias)
         .filter(jti=marker("jti"))
         .with_effective_status(MARKED_TIME)
         .annotate(
-            turn_state_stored=Subquery(turn_state.values("value")[:1]),
-            turn_state_key_id=Subquery(turn_state.values("encryption_key_id")[:1]),
-            request_recorded=Exists(place.filter(key=marker("request_key"))),
+            **{
+                f"{row}_{name}": Subquery(found.values(column)[:1])
+                for row, found in rows.items()
+                for name, column in _ROW_COLUMNS.items()
+            }
         )[:1]
     )
     return compiled_select(query, READ_VALUES)
@@ -154,23 +187,30 @@ def read_statement(alias: str) -> CompiledRow:
 
 def read_pause(*, using: str, claims: PauseClaims, now: datetime) -> LedgerRead:
     """The ledger row of ``claims.jti`` (with its effective status at ``now``), its turn state's
-    stored text and whether its request is recorded: one query, each row through its unique index."""
+    and its request's stored rows: one query, each row through its unique index."""
+    keys = {"turn_state": turn_state_key(claims), "request": payload_key(claims)}
     pause = read_statement(using).first(
         {
             "jti": claims.jti,
             "thread_id": claims.thread_id,
             "checkpoint_id": claims.checkpoint_id,
-            "turn_state_key": turn_state_key(claims),
-            "request_key": payload_key(claims),
+            "turn_state_key": keys["turn_state"],
+            "request_key": keys["request"],
             "now": now,
         }
     )
     if pause is None:
-        return LedgerRead(None, None, None, False)
-    stored = pause.turn_state_stored
-    return LedgerRead(
-        pause, None if stored is None else str(stored), pause.turn_state_key_id, bool(pause.request_recorded)
-    )
+        return LedgerRead(None)
+    found = {row: _stored_row(pause, row, claims.checkpoint_id, key) for row, key in keys.items()}
+    return LedgerRead(pause, turn_state_row=found["turn_state"], request_row=found["request"])
+
+
+def _stored_row(pause: Any, row: str, checkpoint_id: str, key: str) -> StoredRow | None:
+    stored = getattr(pause, f"{row}_stored")
+    if stored is None:
+        return None
+    key_id, mac = getattr(pause, f"{row}_key_id"), getattr(pause, f"{row}_mac")
+    return StoredRow(checkpoint_id, key, str(stored), key_id, mac)
 
 
 def consume_and_answer(
@@ -253,8 +293,8 @@ def _consume_answering(
     consume = consuming_statement(using)
     consume_params = consume.bind({"jti": claims.jti, "now": now, "trace": trace, "answer_mac": answer_mac})
     stamp = connection.ops.adapt_datetimefield_value(now)
-    stored, key_id = stored_value(claims.thread_id, key, answer_value)
-    row = (claims.thread_id, claims.checkpoint_id, key, stored, key_id, claims.run_id, stamp, stamp)
+    stored, key_id, mac = stored_row(claims.thread_id, claims.checkpoint_id, key, answer_value)
+    row = (claims.thread_id, claims.checkpoint_id, key, stored, key_id, mac, claims.run_id, stamp, stamp)
     sql = f"WITH won AS ({consume.sql} RETURNING 1) {_answer_upsert(using)}"
     rowcount, _ = run_statement(connection, sql, (*consume_params, *row), first_row=False)
     return rowcount == 1

@@ -2,7 +2,9 @@
 
 Each write is one statement (an upsert, or an insert-if-absent whose rowcount names
 the single winner), so concurrent writers in any number of processes never lose a
-write or both win a claim. The sync twins exist so sync Django code pays no
+write or both win a claim. Each row carries its MAC (:mod:`turnstate_app.ports.sealing`),
+written in the same statement as its value and verified on every read before the value
+is used. The sync twins exist so sync Django code pays no
 ``async_to_sync`` bridge; each async method is exactly one thread hop over its twin.
 
 Inside a caller's open transaction each write runs in its own savepoint, so a
@@ -26,7 +28,7 @@ from turnstate_app.conf import conf
 from turnstate_app.ports.execution import run_statement
 from turnstate_app.ports.limits import require_row_ids, require_write
 from turnstate_app.ports.packets import require_fits_packet, to_wire
-from turnstate_app.ports.sealing import read_value, stored_value
+from turnstate_app.ports.sealing import read_row, stored_row
 from turnstate_app.ports.statements import statements_for
 
 _read_primary: ContextVar[bool] = ContextVar("turnstate_read_primary", default=False)
@@ -110,7 +112,9 @@ class ModelCheckpointCommandPort:
         connection = connections[alias]
         require_row_ids(thread_id, checkpoint_id, key, vendor=connection.vendor)
         _, row = run_statement(connection, statements_for(alias).read, (thread_id, checkpoint_id, key))
-        return None if row is None else read_value(thread_id, str(row[0]), row[1])
+        if row is None:
+            return None
+        return read_row(thread_id, checkpoint_id, key, str(row[0]), row[1], row[2])
 
     def write_metadata_sync(
         self, *, thread_id: str, checkpoint_id: str, key: str, value: str, task_id: str | None
@@ -153,12 +157,12 @@ class ModelCheckpointCommandPort:
         )
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         sql = getattr(statements_for(alias), statement)
-        value, key_id = stored_value(thread_id, key, value)
+        value, key_id, mac = stored_row(thread_id, checkpoint_id, key, value)
         if vendor == "mysql":  # as base64, which escaping cannot grow past the packet
-            params = (thread_id, checkpoint_id, key, to_wire(value), key_id, task_id, now, now)
+            params = (thread_id, checkpoint_id, key, to_wire(value), key_id, mac, task_id, now, now)
             require_fits_packet(connection, sql, params)
         else:
-            params = (thread_id, checkpoint_id, key, value, key_id, task_id, now, now)
+            params = (thread_id, checkpoint_id, key, value, key_id, mac, task_id, now, now)
         if not connection.in_atomic_block or _whole_transaction.get():
             return run_statement(connection, sql, params, first_row=False)[0]
         # Inside the caller's transaction: a savepoint, so a refused write leaves it usable.

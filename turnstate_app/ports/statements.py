@@ -1,7 +1,7 @@
 """The three statements of the model port, spelled for each database.
 
 The SQL of the port lives here and nowhere else: one upsert, one insert-if-absent,
-one read, each a single statement (a value's key id travels in it, beside the value),
+one read, each a single statement (a value's key id and MAC travel in it, beside the value),
 with table and column names taken from the model's ``_meta`` and quoted by the
 connection, and values only ever as parameters.
 """
@@ -35,12 +35,13 @@ _INSERT_FIELDS = (
     "key",
     "value",
     "encryption_key_id",
+    "value_mac",
     "task_id",
     "created_at",
     "updated_at",
 )
 _CONFLICT_FIELDS = ("thread_id", "checkpoint_id", "key")
-_OVERWRITE_FIELDS = ("value", "encryption_key_id", "task_id", "updated_at")
+_OVERWRITE_FIELDS = ("value", "encryption_key_id", "value_mac", "task_id", "updated_at")
 
 
 @cache
@@ -65,7 +66,10 @@ def statements_for(alias: str) -> PortStatements:
     values = f"VALUES ({placeholders})"
     conflict = ", ".join(column(name) for name in _CONFLICT_FIELDS)
     where = " AND ".join(f"{column(name)} = %s" for name in _CONFLICT_FIELDS)
-    read = f"SELECT {column('value')}, {column('encryption_key_id')} FROM {table} WHERE {where}"
+    read = (
+        f"SELECT {column('value')}, {column('encryption_key_id')}, {column('value_mac')} "
+        f"FROM {table} WHERE {where}"
+    )
     insert = f"INTO {table} ({insert_columns}) {values}"
 
     if connection.vendor in ("postgresql", "sqlite"):

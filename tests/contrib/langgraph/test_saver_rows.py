@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from tests.contrib.langgraph.graphs import config, linear_graph
+from tests.contrib.langgraph.keyed_rows import keyed_update, rekey
 from tests.contrib.langgraph.statements_seen import SeenStatements, watching
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint
@@ -129,7 +130,7 @@ def old_style_body(saver: DjangoCheckpointSaver, thread: str, body: dict[str, An
     body = {key: value for key, value in body.items() if key != ELSEWHERE}
     type_, data = saver.serde.dumps_typed(body)
     blob, key_id = seal(data, thread_id=thread)
-    Checkpoint.objects.filter(thread_id=thread).update(type=type_, checkpoint=blob, encryption_key_id=key_id)
+    keyed_update(Checkpoint, {"thread_id": thread}, type=type_, checkpoint=blob, encryption_key_id=key_id)
 
 
 def test_a_body_written_before_elsewhere_reads_its_value_rows_and_empty_rows() -> None:
@@ -141,6 +142,7 @@ def test_a_body_written_before_elsewhere_reads_its_value_rows_and_empty_rows() -
     assert body[ELSEWHERE] == ["big"]
     old_style_body(saver, thread, body)
     ChannelBlob.objects.create(thread_id=thread, ns_hash=row.ns_hash, channel="gone", version="1", type=EMPTY)
+    rekey(ChannelBlob, thread_id=thread, channel="gone")
     with CaptureQueriesContext(connection) as captured:
         found = saver.get_tuple(stored)
     assert found is not None

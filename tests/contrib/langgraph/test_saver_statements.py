@@ -19,6 +19,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_KW_ARGS, EXT_CONSTRUCTOR_POS_ARGS
 from langgraph.checkpoint.serde.types import INTERRUPT
 
+from tests.contrib.langgraph.keyed_rows import keyed_update
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
 from turnstate_app.contrib.langgraph.serde import default_serde
@@ -129,7 +130,7 @@ def test_a_constructor_nested_in_an_allowed_one_is_refused(
     saver = DjangoCheckpointSaver(serde=serde)
     stored = put_one(saver)
     saver.put_writes(stored, [(INTERRUPT, "q")], task_id="task-1")
-    CheckpointWrite.objects.filter(thread_id=stored["configurable"]["thread_id"]).update(blob=nested_gadget())
+    keyed_update(CheckpointWrite, {"thread_id": stored["configurable"]["thread_id"]}, blob=nested_gadget())
     with pytest.raises(UnreadableCheckpointError, match=r"refused to construct builtins\.print"):
         saver.get_tuple(stored)
     assert "PWNED" not in capsys.readouterr().out

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 APP = "turnstate_langgraph"
 BEFORE = (APP, "0002_exact_ids")
 AFTER = (APP, "0003_sqlite_rowid")
-LATEST = (APP, "0004_encryption_key_id")
-LATER_COLUMNS = {"encryption_key_id"}  # added by a later migration than AFTER
+LATEST = (APP, "0005_value_mac")
+LATER_COLUMNS = {"encryption_key_id", "value_mac"}  # added by later migrations than AFTER
 MODELS = (Checkpoint, ChannelBlob, CheckpointWrite)
 BIG = "v" * 70_000  # a value kept in the value table on every database, so all three tables get rows
 

@@ -16,6 +16,7 @@ from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_POS_ARGS
 from langgraph.types import Command
 
 from tests.contrib.langgraph.graphs import config, pydantic_graph, trip_graph
+from tests.contrib.langgraph.keyed_rows import keyed_update
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver, StrictSerializer, UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.checks import check_serde_policy
@@ -66,16 +67,16 @@ def test_a_constructor_gadget_is_refused_and_nothing_runs(
     marker = tmp_path / "pwned"
     for payload in (gadget("builtins", "print", "PWNED"), gadget("os", "system", f"touch {marker}")):
         if table == "value":
-            ChannelBlob.objects.filter(thread_id=victim).update(type="msgpack", blob=payload)
+            keyed_update(ChannelBlob, {"thread_id": victim}, type="msgpack", blob=payload)
         elif table == "inline value":
             body = {**empty_checkpoint(), "channel_versions": {"messages": "1"}}
             body["channel_values"] = {"messages": ["msgpack", payload]}
             type_, blob = StrictSerializer().dumps_typed(body)
-            Checkpoint.objects.filter(thread_id=victim).update(type=type_, checkpoint=blob)
+            keyed_update(Checkpoint, {"thread_id": victim}, type=type_, checkpoint=blob)
         elif table == "write":
-            CheckpointWrite.objects.filter(thread_id=victim).update(type="msgpack", blob=payload)
+            keyed_update(CheckpointWrite, {"thread_id": victim}, type="msgpack", blob=payload)
         else:
-            Checkpoint.objects.filter(thread_id=victim).update(type="msgpack", checkpoint=payload)
+            keyed_update(Checkpoint, {"thread_id": victim}, type="msgpack", checkpoint=payload)
         with pytest.raises(
             UnreadableCheckpointError, match=r"refused to construct (builtins\.print|os\.system)"
         ):
@@ -94,7 +95,7 @@ def test_a_corrupt_blob_is_a_clear_error_and_never_another_rows_data() -> None:
     saver = DjangoCheckpointSaver()
     victim, stored = stored_thread(saver, "victim's" + BIG)
     stored_thread(saver, "someone else's" + BIG)
-    ChannelBlob.objects.filter(thread_id=victim).update(blob=b"\xc1\xc1 not msgpack")
+    keyed_update(ChannelBlob, {"thread_id": victim}, blob=b"\xc1\xc1 not msgpack")
     with pytest.raises(
         UnreadableCheckpointError, match=rf"channel 'messages' of thread '{victim}'"
     ) as caught:
@@ -108,7 +109,7 @@ def test_an_unknown_or_unread_serialization_type_is_refused(type_: str) -> None:
     saver = DjangoCheckpointSaver()
     victim, stored = stored_thread(saver)
     payload = b'{"lc": 2, "type": "constructor", "id": ["builtins", "print"], "args": ["PWNED"]}'
-    ChannelBlob.objects.filter(thread_id=victim).update(type=type_, blob=payload)
+    keyed_update(ChannelBlob, {"thread_id": victim}, type=type_, blob=payload)
     with pytest.raises(UnreadableCheckpointError, match=f"serialization type '{type_}'"):
         saver.get_tuple(stored)
 

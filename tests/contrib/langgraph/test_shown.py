@@ -2,9 +2,11 @@
 
 LangGraph re-runs the node from the stored state and applies the answer to whatever it asks
 then. Each test edits the stored state with a raw ``UPDATE`` (Django's cursor, on the saver's
-own table) between the answer and the continuation, as a bad row edit or a host's bug would:
-the continuation is refused and nothing runs. Unchanged, it continues; the review middleware's
-``edit`` decision (the answer changing the arguments on purpose) still applies.
+own table) between the answer and the continuation, and gives the row the MAC the saver would,
+as a host's own code holding the app's key would: the continuation is refused and nothing runs.
+(The same edit without the key is refused before that, by the row's MAC: test_attacks_at_rest.)
+Unchanged, it continues; the review middleware's ``edit`` decision (the answer changing the
+arguments on purpose) still applies.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Interrupt
 
 from tests.contrib.langgraph.approvals import config, runs, single_question, start
+from tests.contrib.langgraph.keyed_rows import rekey
 from tests.contrib.langgraph.test_hitl import SENT, started
 from tests.contrib.raw_edits import raw_update
 from turnstate_app.contrib.langgraph import (
@@ -47,6 +50,7 @@ def edit_interrupts(thread_id: str, change: Callable[[Any], Any]) -> None:
         interrupts = serde.loads_typed((kind, bytes(blob)))
         rewritten = type(interrupts)(Interrupt(value=change(i.value), id=i.id) for i in interrupts)
         raw_update(CheckpointWrite, pk, "blob", serde.dumps_typed(rewritten)[1])
+        rekey(CheckpointWrite, pk=pk)
         edited += 1
     assert edited
 
@@ -69,11 +73,13 @@ def edit_last_ai_message(thread_id: str, change: Callable[[AIMessage], None]) ->
         kind, data = inline["messages"]
         inline["messages"] = [kind, edited(kind, bytes(data))]
         raw_update(Checkpoint, head.pk, "checkpoint", serde.dumps_typed(body)[1])
+        rekey(Checkpoint, pk=head.pk)
         return
     version = str(body["channel_versions"]["messages"])
     row = ChannelBlob.objects.get(thread_id=thread_id, channel="messages", version=version)
     assert row.blob is not None
     raw_update(ChannelBlob, row.pk, "blob", edited(row.type, bytes(row.blob)))
+    rekey(ChannelBlob, pk=row.pk)
 
 
 def paused_question() -> tuple[Any, str, Any]:

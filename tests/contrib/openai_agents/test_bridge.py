@@ -31,6 +31,7 @@ from turnstate_app.contrib.openai_agents import (
     continue_run,
     pause_approvals,
 )
+from turnstate_app.contrib.openai_agents.codec import state_mac
 from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
 from turnstate_app.contrib.openai_agents.states import read_state, replace_state
 from turnstate_app.errors import AnswerValidationError
@@ -54,6 +55,14 @@ def paused(*, follow_up: bool = False, session: Any = None, owner: Any = None) -
 
 def answer(pauses: dict[str, MintedPause], **answers: Any) -> list[Any]:
     return [resume_pause(pauses[name].token, value) for name, value in answers.items()]
+
+
+def rewrite_with_key(row: StoredRunState, state: str, **fields: Any) -> None:
+    """Store ``state`` (clear) in ``row`` with a MAC that verifies: a writer holding ``SECRET_KEY``,
+    so what is checked is the state's content, not its MAC."""
+    mac = state_mac(row.run_id, row.thread_id, row.revision, None, state)
+    rows = StoredRunState.objects.filter(pk=row.pk)
+    rows.update(state=state, encryption_key_id=None, value_mac=mac, **fields)
 
 
 def continuations(pauses: dict[str, MintedPause]) -> dict[str, Any]:
@@ -123,7 +132,7 @@ def test_an_approval_binds_to_the_arguments_shown_a_state_altered_since_is_refus
     row = StoredRunState.objects.get(run_id=pauses["pay"].claims.run_id)
     altered = row.state.replace('\\"amount\\":2400', '\\"amount\\":9999')
     assert altered != row.state
-    StoredRunState.objects.filter(pk=row.pk).update(state=altered)
+    rewrite_with_key(row, altered)  # its MAC verifies: the question's own check refuses it
     _, last = answer(pauses, pay=APPROVE, notify=APPROVE)
     result = continue_run(payments_agent(), last)
     assert not result.ran and "question changed" in (result.reason or "")
@@ -157,7 +166,7 @@ def test_a_state_this_sdk_cannot_read_is_listed_unresumable_never_a_crash() -> N
     pauses = paused()
     row = StoredRunState.objects.get(run_id=pauses["pay"].claims.run_id)
     newer = row.state.replace(f'"$schemaVersion": "{row.schema_version}"', '"$schemaVersion": "99.0"')
-    StoredRunState.objects.filter(pk=row.pk).update(state=newer, schema_version="99.0")
+    rewrite_with_key(row, newer, schema_version="99.0")  # as a newer SDK of this app wrote it
     (first,) = answer(pauses, pay=APPROVE)
     early = continue_run(payments_agent(), first)
     assert (early.ran, early.reason) == (False, "group incomplete")

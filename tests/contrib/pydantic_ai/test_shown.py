@@ -2,14 +2,15 @@
 
 PydanticAI continues a deferred run from the stored conversation and executes the calls its
 last response holds, with the arguments stored there. Each test edits that stored message with
-a raw ``UPDATE`` (Django's cursor, on the store's own table) between the answers and the
-continuation: the group's continuation is refused and no tool runs. Unchanged, it continues;
+an ``UPDATE`` behind the store's API (the ORM, on the store's own table) between the answers and the
+continuation, its row's MAC recomputed as the app's own code would write it: the history the
+group's first pause recorded no longer matches, the group's continuation is refused, naming the
+message, and no tool runs. Unchanged, it continues;
 ``override_args`` (the person changing the arguments on purpose) still applies.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from pydantic_ai.conversation import Conversation
 
 from tests.contrib.pydantic_ai.agents import first_run, tool_runs, travel_agent
 from tests.contrib.pydantic_ai.conversations import sync
-from tests.contrib.raw_edits import raw_update
+from tests.contrib.pydantic_ai.rows import Args, calling_entry, edited_call, entry_mac, rewrite_entry
 from turnstate_app.contrib.pydantic_ai import (
     DjangoConversationStore,
     acontinue_agent,
@@ -27,14 +28,14 @@ from turnstate_app.contrib.pydantic_ai import (
     continue_agent,
     pause_deferred,
 )
-from turnstate_app.contrib.pydantic_ai.models import StoredEntry
+from turnstate_app.contrib.pydantic_ai.start import start_of, transcript
 from turnstate_app.models import Pause
 from turnstate_app.pauses import MintedPause, aresume_pause, resume_pause
 from turnstate_app.pauses.binding import identity_of, shown_mac
 from turnstate_app.pauses.shown import shown_digest
 
 pytestmark = pytest.mark.django_db
-CHANGED = "the question changed since it was asked"
+CHANGED = "message 2 of 2 (a model response) is not the one recorded then"
 APPROVE = {"approved": True}
 
 
@@ -47,31 +48,28 @@ def paused(conversation_id: str) -> tuple[Any, DjangoConversationStore, dict[str
     return agent, store, {pause.claims.tool_call_id or "": pause for pause in minted}
 
 
-def edit_stored_call(
-    conversation_id: str, call_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
-) -> None:
-    """Rewrite the arguments of ``call_id`` in the stored response that made it, with a raw ``UPDATE``."""
-    for pk, text in StoredEntry.objects.filter(conversation_id=conversation_id).values_list("pk", "message"):
-        message = json.loads(text)
-        parts = [p for m in message for p in m.get("parts", []) if p.get("tool_call_id") == call_id]
-        calls = [p for p in parts if p.get("part_kind") == "tool-call"]
-        if not calls:
-            continue
-        for part in calls:
-            args = part["args"] if isinstance(part["args"], dict) else json.loads(part["args"])
-            part["args"] = change(args)
-        raw_update(StoredEntry, pk, "message", json.dumps(message))
-        return
-    raise AssertionError(f"no stored response makes call {call_id!r}")
+def edit_stored_call(conversation_id: str, call_id: str, change: Callable[[Args], Args]) -> None:
+    """Rewrite the arguments of ``call_id`` in the stored response that made it, as the app's own
+    code would (its MAC recomputed with the app's key): only the binding to what was shown is left
+    to refuse it (an edit without the key is refused by the row's MAC: ``test_attacks_at_rest``)."""
+    entry = calling_entry(conversation_id, call_id)
+    message = edited_call(entry, call_id, change)
+    rewrite_entry(entry, message, mac=entry_mac(entry, None, message))
 
 
 def test_each_pause_records_the_digest_of_its_tool_and_arguments() -> None:
     _, _, pauses = paused("shown-1")
     book = Pause.objects.get(jti=pauses["call-book"].claims.jti)
     asked = Pause.objects.get(jti=pauses["call-date"].claims.jti)
-    expected = {"tool_name": "book_flight", "args": {"destination": "Lisbon", "seats": 2}}
+    conversation = sync(DjangoConversationStore().load, "shown-1")
+    assert conversation is not None
+    start = start_of(transcript(conversation), conversation.deferred_tool_requests)
+    assert start["messages"] == 2
+    expected = {"tool_name": "book_flight", "args": {"destination": "Lisbon", "seats": 2}, "start": start}
     assert book.shown_digest == shown_mac(identity_of(book), shown_digest(expected))
-    asked_digest = shown_digest({"tool_name": "ask_date", "args": {"question": "Which date?"}})
+    asked_digest = shown_digest(
+        {"tool_name": "ask_date", "args": {"question": "Which date?"}, "start": start}
+    )
     assert asked.shown_digest == shown_mac(identity_of(asked), asked_digest)
 
 

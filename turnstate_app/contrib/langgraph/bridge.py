@@ -26,13 +26,18 @@ Why each step is there (each was a reproduced failure, see docs/langgraph.md):
   from the stored state and applies the answer to whatever it asks then, so a pending
   interrupt whose value (or, for a batched review, whose tool calls) changed since the pause
   was minted is refused. The head read for that check is the one the run starts from: no
-  statement is added.
+  statement is added;
+- the state the run starts from: the head must be the checkpoint the pause was made at, or a
+  later one written on top of it, its lineage followed over rows whose MACs verify. A thread
+  set back to an older checkpoint, or moved to another branch, is refused naming which; nothing
+  runs. Every row read on the way (the head, its values, its pending writes) is checked against
+  its MAC by the saver, and one that fails is an unreadable record: the continuation is refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -187,11 +192,13 @@ async def acontinue_graph(graph: Any, resumed: ResumedPause) -> ContinueResult:
 @dataclass
 class _Head:
     """The thread's head as one continuation reads it before the graph runs: read once, by the
-    question's check (``still_shown``) or else by the run, and used by both."""
+    question's check (``still_shown``) or else by the run, and used by both; and the checkpoints
+    the head was found to descend from (each pause's own, checked once)."""
 
     graph: Any
     config: RunnableConfig
     snapshot: Any = None
+    bound: set[str] = field(default_factory=set)
 
     def read(self) -> Any:
         if self.snapshot is None:
@@ -204,10 +211,90 @@ class _Head:
         return self.snapshot
 
     def shown(self, member: ResumedPause) -> Any:
+        self.require_bound([member])
         return _shown_now(self.read(), member.claims)
 
     async def ashown(self, member: ResumedPause) -> Any:
+        await self.arequire_bound([member])
         return _shown_now(await self.aread(), member.claims)
+
+    def require_bound(self, members: list[ResumedPause]) -> None:
+        """``ContinuationRefused`` unless the head is each pause's checkpoint or descends from it."""
+        snapshot = self.read()
+        for claims in self._unbound(members):
+            lineage = _Lineage(snapshot, claims)
+            while (parent := lineage.next_parent()) is not None:
+                lineage.step(self.graph.checkpointer.get_tuple(parent))
+            self.bound.add(claims.checkpoint_id)
+
+    async def arequire_bound(self, members: list[ResumedPause]) -> None:
+        snapshot = await self.aread()
+        for claims in self._unbound(members):
+            lineage = _Lineage(snapshot, claims)
+            while (parent := lineage.next_parent()) is not None:
+                lineage.step(await self.graph.checkpointer.aget_tuple(parent))
+            self.bound.add(claims.checkpoint_id)
+
+    def _unbound(self, members: list[ResumedPause]) -> list[PauseClaims]:
+        return [m.claims for m in members if m.claims.checkpoint_id not in self.bound]
+
+
+class _Lineage:
+    """A walk from the head back along parent ids to the checkpoint a pause was made at.
+
+    Checkpoint ids grow along a lineage (LangGraph's are time-ordered), so the walk ends at the
+    first id older than the pause's: the head does not descend from it. Each step is a checkpoint
+    read through the saver, which checks its row's MAC (its parent id among what it covers)."""
+
+    def __init__(self, snapshot: Any, claims: PauseClaims) -> None:
+        self.claims = claims
+        self.head = _checkpoint_of(snapshot.config)
+        self.at = self.head
+        self.parent: RunnableConfig | None = snapshot.parent_config
+        if self.head is None:
+            raise ContinuationRefused(
+                f"thread {claims.thread_id!r} has no checkpoint: checkpoint {claims.checkpoint_id}, "
+                f"which pause {claims.jti!r} was made at, is gone; nothing ran"
+            )
+
+    def next_parent(self) -> RunnableConfig | None:
+        """The next checkpoint to read (None: the head descends from the pause's checkpoint)."""
+        start = self.claims.checkpoint_id
+        if self.at == start:
+            return None
+        assert self.at is not None
+        if self.at < start:
+            raise self._refusal(
+                f"its head, checkpoint {self.head}, is older than checkpoint {start}, which pause "
+                f"{self.claims.jti!r} was made at: the thread was set back and that checkpoint is gone"
+                if self.at == self.head
+                else f"its head, checkpoint {self.head}, does not descend from checkpoint {start}, "
+                f"which pause {self.claims.jti!r} was made at: it is on another branch"
+            )
+        if _checkpoint_of(self.parent) is None:
+            raise self._refusal(
+                f"its head, checkpoint {self.head}, does not descend from checkpoint {start}, which "
+                f"pause {self.claims.jti!r} was made at: its lineage ends at checkpoint {self.at}"
+            )
+        return self.parent
+
+    def step(self, found: Any) -> None:
+        if found is None:
+            raise self._refusal(
+                f"the lineage of its head, checkpoint {self.head}, is broken: checkpoint "
+                f"{_checkpoint_of(self.parent)}, the parent of {self.at}, is gone"
+            )
+        self.at, self.parent = _checkpoint_of(found.config), found.parent_config
+
+    def _refusal(self, what: str) -> ContinuationRefused:
+        return ContinuationRefused(
+            f"thread {self.claims.thread_id!r} does not start where the pause was made: {what}; nothing ran"
+        )
+
+
+def _checkpoint_of(config: RunnableConfig | None) -> str | None:
+    found = ((config or {}).get("configurable") or {}).get("checkpoint_id")
+    return str(found) if found else None
 
 
 def _shown_now(snapshot: Any, claims: PauseClaims) -> Any:
@@ -224,6 +311,7 @@ def _shown_now(snapshot: Any, claims: PauseClaims) -> Any:
 def _continue(reading: _Head, continuation: Continuation) -> Any:
     graph = reading.graph
     head, resume = _resume_of(continuation)
+    reading.require_bound(continuation.members or [continuation.resumed])
     _require_pending(reading.read(), resume, continuation.resumed.claims)
     try:
         output = graph.invoke(_command(resume), strict(head))
@@ -240,6 +328,7 @@ def _continue(reading: _Head, continuation: Continuation) -> Any:
 async def _acontinue(reading: _Head, continuation: Continuation) -> Any:
     graph = reading.graph
     head, resume = _resume_of(continuation)
+    await reading.arequire_bound(continuation.members or [continuation.resumed])
     _require_pending(await reading.aread(), resume, continuation.resumed.claims)
     try:
         output = await graph.ainvoke(_command(resume), strict(head))

@@ -5,15 +5,17 @@ Bad ids are refused with the core's :class:`~turnstate_app.errors.CheckpointFiel
 
 from __future__ import annotations
 
-from turnstate_app.errors import PayloadBindingError, TurnStateError
+from turnstate_app.errors import TurnStateError, UnreadableValueError
 
 
-class UnreadableCheckpointError(PayloadBindingError):
+class UnreadableCheckpointError(UnreadableValueError):
     """A stored checkpoint, channel value or write cannot be read back.
 
-    Corrupt bytes, a serialization type the serializer does not know, or a type the
-    serializer refused to construct. Nothing from the row is returned, and no other
-    row (another checkpoint, another thread) is tried in its place.
+    A row whose MAC does not verify (edited, planted or moved by someone without
+    ``SECRET_KEY``), a value whose encryption key is gone, corrupt bytes, a serialization
+    type the serializer does not know, or a type the serializer refused to construct. Nothing
+    from the row is returned, and no other row (another checkpoint, another thread) is tried
+    in its place.
     """
 
 

@@ -1,7 +1,9 @@
 """Deleting, copying and pruning threads: every statement bounded, each operation one transaction.
 
 Channel values are shared between the checkpoints that saw the same version, so a value
-row goes only when no checkpoint left in its (thread, namespace) refers to it.
+row goes only when no checkpoint left in its (thread, namespace) refers to it. A copied row's
+MAC names its new thread: it is made again for each row whose own MAC verifies, and a row
+whose MAC does not stays unreadable in the copy (it is copied without one).
 """
 
 from __future__ import annotations
@@ -9,16 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from django.db import connections, transaction
-from django.db.models import Q, Sum
+from django.db import transaction
+from django.db.models import Model, Q, Sum
 from django.db.models.functions import Coalesce, Length
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from turnstate_app.contrib.langgraph import statements
+from turnstate_app.contrib.langgraph import integrity
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
 from turnstate_app.contrib.langgraph.rows import BODY_WHAT, loads
 
 CHUNK = 500  # ids per IN (...): far under every database's parameter limit
+COPIED = (  # each table, its MAC's spec and its value column
+    (Checkpoint, integrity.CHECKPOINT, "checkpoint"),
+    (ChannelBlob, integrity.BLOB, "blob"),
+    (CheckpointWrite, integrity.WRITE, "blob"),
+)
 STRATEGIES = ("keep_latest", "delete")
 T = TypeVar("T")
 
@@ -56,9 +63,32 @@ def copy_thread(alias: str, source: str, target: str) -> None:
             raise ValueError(
                 f"cannot copy thread {source!r} onto {target!r}: the target already has checkpoints"
             )
-        with connections[alias].cursor() as cursor:
-            for sql in statements.copy_thread(alias):
-                cursor.execute(sql, (target, source))
+        for model, table, value in COPIED:
+            _copy_rows(alias, model, table, value, source, target)
+
+
+def _copy_rows(
+    alias: str, model: type[Model], table: integrity.Table, value: str, source: str, target: str
+) -> None:
+    """The rows of ``source`` in ``model``'s table again under ``target``, in batches, each with the
+    MAC of its new identity when its own verifies (else none: it stays unreadable)."""
+    names = [f.name for f in model._meta.concrete_fields if not f.primary_key]
+    rows = model._default_manager.using(alias).filter(thread_id=source).order_by("pk").values(*names)
+    batch: list[Model] = []
+    for row in rows.iterator(chunk_size=CHUNK):
+        key_id, stored = row["encryption_key_id"], row[value]
+        verifies = integrity.verifies(
+            table, [row[n] for n in table.identity], key_id, stored, row["value_mac"]
+        )
+        row["thread_id"] = target
+        identity = [row[n] for n in table.identity]
+        row["value_mac"] = integrity.mac(table, identity, key_id, stored) if verifies else None
+        batch.append(model(**row))
+        if len(batch) == CHUNK:
+            model._default_manager.using(alias).bulk_create(batch)
+            batch = []
+    if batch:
+        model._default_manager.using(alias).bulk_create(batch)
 
 
 def delete_for_runs(
@@ -146,13 +176,17 @@ def _delete_unreferenced_values(alias: str, spaces: set[tuple[str, str]], serde:
     threads = sorted({thread_id for thread_id, _ in spaces})
     referenced: set[tuple[str, str, str, str]] = set()
     for part in chunks(threads):
-        for thread_id, ns_key, checkpoint_id, type_, blob, key_id in (
+        for thread_id, ns, ns_key, checkpoint_id, parent_id, type_, blob, key_id, mac in (
             Checkpoint.objects.using(alias)
             .filter(thread_id__in=part)
-            .values_list("thread_id", "ns_hash", "checkpoint_id", "type", "checkpoint", "encryption_key_id")
+            .values_list(*integrity.CHECKPOINT.identity, "checkpoint", "encryption_key_id", "value_mac")
         ):
             if (thread_id, ns_key) not in spaces:
                 continue
+            identity = (thread_id, ns, ns_key, checkpoint_id, parent_id, type_)
+            integrity.require(
+                integrity.CHECKPOINT, identity, key_id, blob, mac, BODY_WHAT, checkpoint_id, thread_id
+            )
             body = loads(
                 serde, type_, blob, BODY_WHAT, checkpoint_id, thread_id, key_id=key_id, thread_id=thread_id
             )

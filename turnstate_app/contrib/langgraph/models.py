@@ -25,9 +25,14 @@ from turnstate_app.contrib.langgraph.keys import (
     THREAD_ID_MAX_LENGTH,
 )
 from turnstate_app.encryption import KEY_ID_LENGTH
+from turnstate_app.integrity import MAC_LENGTH
 
 TYPE_MAX_LENGTH = 32
 KEY_ID_HELP = _("The id of the key the serialized value is encrypted with; empty when it is stored clear.")
+MAC_HELP = _(
+    "The MAC (keyed from SECRET_KEY) of the row's identity, key id and stored value, written with the "
+    "value; a row whose MAC is missing or wrong is unreadable."
+)
 
 # LangGraph's channels for interrupts and their answers (``langgraph.checkpoint.serde.types``).
 INTERRUPT_CHANNEL = "__interrupt__"
@@ -100,6 +105,9 @@ class Checkpoint(models.Model):
     encryption_key_id = models.CharField(
         _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
     )
+    value_mac = models.CharField(
+        _("value MAC"), max_length=MAC_LENGTH, null=True, blank=True, help_text=MAC_HELP
+    )
     metadata = models.JSONField(_("metadata"), default=dict)
     created_at = models.DateTimeField(_("created at"))
 
@@ -146,6 +154,9 @@ class ChannelBlob(models.Model):
     encryption_key_id = models.CharField(
         _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
     )
+    value_mac = models.CharField(
+        _("value MAC"), max_length=MAC_LENGTH, null=True, blank=True, help_text=MAC_HELP
+    )
 
     class Meta:
         verbose_name = _("LangGraph channel value")
@@ -176,6 +187,9 @@ class CheckpointWrite(models.Model):
     blob = models.BinaryField(_("value"))
     encryption_key_id = models.CharField(
         _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
+    )
+    value_mac = models.CharField(
+        _("value MAC"), max_length=MAC_LENGTH, null=True, blank=True, help_text=MAC_HELP
     )
 
     class Meta:

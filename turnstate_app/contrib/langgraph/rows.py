@@ -5,7 +5,8 @@ a corrupt blob, an unknown serialization type, a refused constructor or a value 
 encryption key is gone becomes an :class:`UnreadableCheckpointError`, never a partial value.
 Every serialized value (the checkpoint's body, with its inline channel values; each channel
 value row; each pending write) is sealed with :mod:`turnstate_app.encryption` under its
-thread's key, its key id in the row's own column.
+thread's key, its key id in the row's own column, and carries its row's MAC
+(:mod:`.integrity`), checked here before the value is decrypted or decoded.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointTuple, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from turnstate_app.contrib.langgraph import integrity
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.encryption import seal, unseal
 
@@ -37,11 +39,12 @@ ELSEWHERE = "~elsewhere"
 A body without it was written before it existed: there every channel that is not inline has a
 row, an empty one included (``EMPTY``), and is looked up."""
 
-# (thread, ns_hash, channel, version) -> (type, blob, key id); (thread, ns_hash, checkpoint_id) -> writes
-BlobMap = dict[tuple[str, str, str, str], tuple[str, bytes | None, str | None]]
-Write = tuple[str, str, int, str, str, bytes, str | None]  # path, task, idx, channel, type, blob, key id
+# (thread, ns_hash, channel, version) -> (type, blob, key id, MAC); (thread, ns_hash, checkpoint_id) -> writes
+BlobMap = dict[tuple[str, str, str, str], tuple[str, bytes | None, str | None, str | None]]
+# path, task, idx, channel, type, blob, key id, MAC
+Write = tuple[str, str, int, str, str, bytes, str | None, str | None]
 WriteMap = dict[tuple[str, str, str], list[Write]]
-CHECKPOINT_WIDTH = 7
+CHECKPOINT_WIDTH = 8
 """Columns of a checkpoint row as read (``statements.CHECKPOINT_SELECT``)."""
 
 
@@ -94,18 +97,10 @@ def write_rows(
     for position, (channel, value) in enumerate(writes):
         type_, data = serde.dumps_typed(value)
         blob, key_id = seal(data, thread_id=thread_id)
-        params += (
-            thread_id,
-            ns_key,
-            checkpoint_id,
-            task_id,
-            task_path,
-            WRITES_IDX_MAP.get(channel, position),
-            channel,
-            type_,
-            blob,
-            key_id,
-        )
+        idx = WRITES_IDX_MAP.get(channel, position)
+        identity = (thread_id, ns_key, checkpoint_id, task_id, idx, task_path, channel, type_)
+        params += (*identity[:4], task_path, idx, channel, type_, blob, key_id)
+        params.append(integrity.mac(integrity.WRITE, identity, key_id, blob))
     return params
 
 
@@ -113,12 +108,25 @@ def split_values(rows: Iterable[Sequence[Any]]) -> tuple[BlobMap, WriteMap]:
     """The rows of :func:`~turnstate_app.contrib.langgraph.statements.get_values`, by place."""
     blobs: BlobMap = {}
     writes: WriteMap = {}
-    for kind, thread_id, ns, channel, version_or_id, type_, blob, task_id, task_path, idx, key_id in rows:
+    for (
+        kind,
+        thread_id,
+        ns,
+        channel,
+        version_or_id,
+        type_,
+        blob,
+        task_id,
+        task_path,
+        idx,
+        key_id,
+        mac,
+    ) in rows:
         if kind == 0:
-            blobs[(thread_id, ns, channel, version_or_id)] = (type_, blob, key_id)
+            blobs[(thread_id, ns, channel, version_or_id)] = (type_, blob, key_id, mac)
         else:
             writes.setdefault((thread_id, ns, version_or_id), []).append(
-                (task_path or "", task_id, int(idx), channel, type_, blob, key_id)
+                (task_path or "", task_id, int(idx), channel, type_, blob, key_id, mac)
             )
     return blobs, writes
 
@@ -133,15 +141,17 @@ def build_tuple(
     blobs: BlobMap,
     writes: WriteMap,
 ) -> CheckpointTuple:
-    """A :class:`CheckpointTuple` from a checkpoint row, its decoded body and the values fetched for it."""
-    _ns, checkpoint_id, parent_id, _type, _blob, _key_id, metadata = row
+    """A :class:`CheckpointTuple` from a checkpoint row, its decoded body and the values fetched for it.
+
+    Each value row and pending write is checked against its MAC before it is decoded."""
+    _ns, checkpoint_id, parent_id, _type, _blob, _key_id, metadata, _mac = row
     inline = body.get("channel_values") or {}
     values: dict[str, Any] = {}
     for channel, version in body["channel_versions"].items():
-        found = inline.get(channel)  # [type, data]: decrypted with the body
+        found = inline.get(channel)  # [type, data]: decrypted with the body, covered by its MAC
         key_id = None
         if found is None:
-            found = blobs.get((thread_id, ns_key, channel, str(version)))
+            found = value_row(blobs, (thread_id, ns_key, channel, str(version)), checkpoint_id)
             key_id = None if found is None else found[2]
         if found is not None and found[0] != EMPTY:
             values[channel] = loads(
@@ -160,25 +170,9 @@ def build_tuple(
     pending = writes.get((thread_id, ns_key, checkpoint_id))
     if pending:
         pending.sort(key=_write_order)
-        pending_writes = [
-            (
-                task_id,
-                channel,
-                loads(
-                    serde,
-                    type_,
-                    blob,
-                    WRITE_WHAT,
-                    task_id,
-                    idx,
-                    channel,
-                    thread_id,
-                    checkpoint_id,
-                    key_id=key_id,
-                    thread_id=thread_id,
-                ),
-            )
-            for _path, task_id, idx, channel, type_, blob, key_id in pending
+        pending_writes = [  # (task id, channel, value)
+            (write[1], write[3], load_write(serde, thread_id, ns_key, checkpoint_id, write))
+            for write in pending
         ]
     else:
         pending_writes = []
@@ -200,9 +194,49 @@ def _write_order(write: Write) -> tuple[Any, ...]:
     return writes_sort_key(write[0], write[1], write[2])
 
 
-def decode_body(serde: SerializerProtocol, thread_id: str, row: Sequence[Any]) -> dict[str, Any]:
-    """The checkpoint without its channel values (``channel_values``: the inline ones, serialized)."""
-    _ns, checkpoint_id, _parent, type_, blob, key_id, _metadata = row
+def value_row(
+    blobs: BlobMap, place: tuple[str, str, str, str], checkpoint_id: str
+) -> tuple[str, bytes | None, str | None, str | None] | None:
+    """The row of a channel value at ``place`` (thread, ns_hash, channel, version), once its MAC
+    verifies; None when it has none."""
+    found = blobs.get(place)
+    if found is not None:
+        type_, blob, key_id, mac = found
+        thread_id, _ns_key, channel, _version = place
+        parts = (channel, thread_id, checkpoint_id)
+        integrity.require(integrity.BLOB, (*place, type_), key_id, blob, mac, CHANNEL_WHAT, *parts)
+    return found
+
+
+def load_write(
+    serde: SerializerProtocol, thread_id: str, ns_key: str, checkpoint_id: str, write: Write
+) -> Any:
+    """One pending write's value, once its MAC verifies."""
+    path, task_id, idx, channel, type_, blob, key_id, mac = write
+    identity = (thread_id, ns_key, checkpoint_id, task_id, idx, path, channel, type_)
+    parts = (task_id, idx, channel, thread_id, checkpoint_id)
+    integrity.require(integrity.WRITE, identity, key_id, blob, mac, WRITE_WHAT, *parts)
+    return loads(serde, type_, blob, WRITE_WHAT, *parts, key_id=key_id, thread_id=thread_id)
+
+
+def checkpoint_identity(thread_id: str, ns_key: str, row: Sequence[Any]) -> tuple[Any, ...]:
+    """The identity a checkpoint row's MAC covers, from the row as read (``CHECKPOINT_SELECT``)."""
+    ns, checkpoint_id, parent_id, type_ = row[:4]
+    return (thread_id, ns, ns_key, checkpoint_id, parent_id, type_)
+
+
+def require_checkpoint(thread_id: str, ns_key: str, row: Sequence[Any]) -> None:
+    """:class:`UnreadableCheckpointError` unless the checkpoint row's MAC verifies."""
+    _ns, checkpoint_id, _parent, _type, blob, key_id, _metadata, mac = row
+    identity = checkpoint_identity(thread_id, ns_key, row)
+    integrity.require(integrity.CHECKPOINT, identity, key_id, blob, mac, BODY_WHAT, checkpoint_id, thread_id)
+
+
+def decode_body(serde: SerializerProtocol, thread_id: str, ns_key: str, row: Sequence[Any]) -> dict[str, Any]:
+    """The checkpoint without its channel values (``channel_values``: the inline ones, serialized),
+    once its row's MAC verifies."""
+    require_checkpoint(thread_id, ns_key, row)
+    _ns, checkpoint_id, _parent, type_, blob, key_id, _metadata, _mac = row
     body = loads(serde, type_, blob, BODY_WHAT, checkpoint_id, thread_id, key_id=key_id, thread_id=thread_id)
     if not isinstance(body, dict) or not isinstance(body.get("channel_versions"), dict):
         raise UnreadableCheckpointError(

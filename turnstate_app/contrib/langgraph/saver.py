@@ -8,7 +8,8 @@ for values too large to travel inside the checkpoint's row), ``put`` and ``put_w
 one statement each (``put`` two in a transaction on SQLite and MariaDB when large values
 change), ``list`` one query plus one per hundred checkpoints with large values. Every
 serialized value is encrypted at rest when keys are configured (:mod:`turnstate_app.encryption`),
-its key id travelling in the same statement.
+its key id and its row's MAC (:mod:`.integrity`) travelling in the same statement; every read
+checks the MAC before it decrypts or decodes.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from turnstate_app.contrib._text import refuse_lone_surrogate, refuse_lone_surrogates_in
-from turnstate_app.contrib.langgraph import maintenance, statements
+from turnstate_app.contrib.langgraph import integrity, maintenance, statements
 from turnstate_app.contrib.langgraph.connections import borrowed, run_sync
 from turnstate_app.contrib.langgraph.execution import fetch, run_writes
 from turnstate_app.contrib.langgraph.keys import (
@@ -239,11 +240,13 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             found, body, blobs = fetched
         else:
             found, blobs = taken
-            body = decode_body(self.serde, thread_id, found[0][:CHECKPOINT_WIDTH])
+            body = decode_body(self.serde, thread_id, ns_key, found[0][:CHECKPOINT_WIDTH])
         row = found[0][:CHECKPOINT_WIDTH]
-        # the checkpoint's 7 columns, then a write's: task_id, path, idx, channel, type, blob, key id
+        # the checkpoint's 8 columns, then a write's: task_id, path, idx, channel, type, blob, key id, MAC
         writes = [
-            (r[8] or "", r[7], int(r[9]), r[10], r[11], r[12], r[13]) for r in found if r[7] is not None
+            (r[9] or "", r[8], int(r[10]), r[11], r[12], r[13], r[14], r[15])
+            for r in found
+            if r[8] is not None
         ]
         return build_tuple(
             self.serde, thread_id, ns, ns_key, row, body, blobs, {(thread_id, ns_key, row[1]): writes}
@@ -264,7 +267,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             found = fetch(connection, sql, params)
             if not found:
                 return None
-            body = decode_body(self.serde, thread_id, found[0][:CHECKPOINT_WIDTH])
+            body = decode_body(self.serde, thread_id, ns_key, found[0][:CHECKPOINT_WIDTH])
             blobs = self._blobs(connection, [(thread_id, ns_key, body)]) if stored_elsewhere(body) else {}
         return found, body, blobs
 
@@ -355,18 +358,18 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
                 given = (thread_id, ns_key, checkpoint_id or None, before_id or None)
                 params = [p for p in given if p is not None] + ([max(limit, 0)] if limit is not None else [])
                 fetched = []
-                # thread, ns_hash, the checkpoint's 7 columns, then a write's 7 (NULL: none)
+                # thread, ns_hash, the checkpoint's 8 columns, then a write's 8 (NULL: none)
                 for r in fetch(connection, sql, params):
                     place = (r[0], r[1], r[3])
                     found = writes.get(place)
                     if found is None:
                         found = writes[place] = []
-                        fetched.append(r[:9])
-                    if r[9] is not None:
-                        found.append((r[10] or "", r[9], int(r[11]), r[12], r[13], r[14], r[15]))
+                        fetched.append(r[:10])
+                    if r[10] is not None:
+                        found.append((r[11] or "", r[10], int(r[12]), r[13], r[14], r[15], r[16], r[17]))
             for start in range(0, len(fetched), PAGE):
                 page = [
-                    (r[0], r[1], r[2:9], decode_body(self.serde, r[0], r[2:9]))
+                    (r[0], r[1], r[2:10], decode_body(self.serde, r[0], r[1], r[2:10]))
                     for r in fetched[start : start + PAGE]
                 ]
                 elsewhere = [
@@ -457,10 +460,15 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         limit = inline_max(connections[alias].vendor)
         (body_type, body_data), value_rows = split_body(self.serde, checkpoint, new_versions, limit)
         body_blob, body_key_id = seal(body_data, thread_id=thread_id)
+        body_identity = (thread_id, ns, ns_key, checkpoint_id, parent_id, body_type)
+        body_mac = integrity.mac(integrity.CHECKPOINT, body_identity, body_key_id, body_blob)
         blob_params: builtins.list[Any] = []
         for channel, version, type_, data in value_rows:
             blob, key_id = (None, None) if data is None else seal(data, thread_id=thread_id)
-            blob_params += [thread_id, ns_key, channel, version, type_, blob, key_id]
+            value_mac = integrity.mac(
+                integrity.BLOB, (thread_id, ns_key, channel, version, type_), key_id, blob
+            )
+            blob_params += [thread_id, ns_key, channel, version, type_, blob, key_id, value_mac]
         stored_metadata = get_serializable_checkpoint_metadata(config, metadata)
         run_id = stored_metadata.get("run_id")
         if run_id is not None:
@@ -481,6 +489,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
                 body_type,
                 body_blob,
                 body_key_id,
+                body_mac,
             ],
             metadata=stored_metadata,
             blob_rows=len(value_rows),

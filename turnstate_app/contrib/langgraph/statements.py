@@ -26,10 +26,20 @@ CHECKPOINT_COLUMNS = (
     "type",
     "checkpoint",
     "encryption_key_id",
+    "value_mac",
     "metadata",
     "created_at",
 )
-BLOB_COLUMNS = ("thread_id", "ns_hash", "channel", "version", "type", "blob", "encryption_key_id")
+BLOB_COLUMNS = (
+    "thread_id",
+    "ns_hash",
+    "channel",
+    "version",
+    "type",
+    "blob",
+    "encryption_key_id",
+    "value_mac",
+)
 WRITE_COLUMNS = (
     "thread_id",
     "ns_hash",
@@ -41,6 +51,7 @@ WRITE_COLUMNS = (
     "type",
     "blob",
     "encryption_key_id",
+    "value_mac",
 )
 _CHECKPOINT_KEY = ("thread_id", "ns_hash", "checkpoint_id")
 _BLOB_KEY = ("thread_id", "ns_hash", "channel", "version")
@@ -51,9 +62,10 @@ _CHECKPOINT_OVERWRITE = (
     "type",
     "checkpoint",
     "encryption_key_id",
+    "value_mac",
     "metadata",
 )
-_WRITE_OVERWRITE = ("task_path", "channel", "type", "blob", "encryption_key_id")
+_WRITE_OVERWRITE = ("task_path", "channel", "type", "blob", "encryption_key_id", "value_mac")
 # What a checkpoint read returns, in this order (rows.CHECKPOINT_WIDTH columns).
 CHECKPOINT_SELECT = (
     "checkpoint_ns",
@@ -63,6 +75,7 @@ CHECKPOINT_SELECT = (
     "checkpoint",
     "encryption_key_id",
     "metadata",
+    "value_mac",
 )
 
 
@@ -154,7 +167,7 @@ def put_checkpoint_and_blobs(alias: str, rows: int) -> str | None:
     return f"WITH blobs AS ({put_blobs(alias, rows)}) {put_checkpoint(alias)}"
 
 
-WRITE_SELECT = ("task_id", "task_path", "idx", "channel", "type", "blob", "encryption_key_id")
+WRITE_SELECT = ("task_id", "task_path", "idx", "channel", "type", "blob", "encryption_key_id", "value_mac")
 
 
 @cache
@@ -223,9 +236,9 @@ def get_values(alias: str, blob_groups: tuple[int, ...], write_groups: tuple[int
     ``blob_groups``: for each (thread, namespace), how many (channel, version) pairs follow its
     two parameters; ``write_groups``: how many checkpoint ids. Spelt as equalities on the
     unique index's leading columns (not row-value ``IN``, which SQLite would answer with a
-    scan). Rows: ``(0, thread, ns_hash, channel, version, type, blob, NULL, NULL, NULL, key id)``
+    scan). Rows: ``(0, thread, ns_hash, channel, version, type, blob, NULL, NULL, NULL, key id, MAC)``
     for values, ``(1, thread, ns_hash, channel, checkpoint_id, type, blob, task_id, task_path, idx,
-    key id)`` for writes.
+    key id, MAC)`` for writes.
     """
     _, blobs, writes = _models()
     b, w = _Table(alias, blobs), _Table(alias, writes)
@@ -238,7 +251,7 @@ def get_values(alias: str, blob_groups: tuple[int, ...], write_groups: tuple[int
         )
         parts.append(
             f"SELECT 0, {b.cols(('thread_id', 'ns_hash', 'channel', 'version', 'type', 'blob'))}, "
-            f"NULL, NULL, NULL, {b.col('encryption_key_id')} FROM {b.name} WHERE {where}"
+            f"NULL, NULL, NULL, {b.cols(('encryption_key_id', 'value_mac'))} FROM {b.name} WHERE {where}"
         )
     if write_groups:
         where = " OR ".join(
@@ -248,20 +261,7 @@ def get_values(alias: str, blob_groups: tuple[int, ...], write_groups: tuple[int
         )
         parts.append(
             f"SELECT 1, {w.cols(('thread_id', 'ns_hash', 'channel', 'checkpoint_id', 'type', 'blob'))}, "
-            f"{w.cols(('task_id', 'task_path', 'idx', 'encryption_key_id'))} FROM {w.name} WHERE {where}"
+            f"{w.cols(('task_id', 'task_path', 'idx', 'encryption_key_id', 'value_mac'))} "
+            f"FROM {w.name} WHERE {where}"
         )
     return " UNION ALL ".join(parts)
-
-
-@cache
-def copy_thread(alias: str) -> tuple[str, ...]:
-    """Three ``INSERT ... SELECT`` statements copying a thread's rows under a new thread id."""
-    statements = []
-    for model, columns in zip(_models(), (CHECKPOINT_COLUMNS, BLOB_COLUMNS, WRITE_COLUMNS), strict=True):
-        t = _Table(alias, model)
-        rest = columns[1:]
-        statements.append(
-            f"INSERT INTO {t.name} ({t.cols(columns)}) SELECT %s, {t.cols(rest)} FROM {t.name} "
-            f"WHERE {t.col('thread_id')} = %s"
-        )
-    return tuple(statements)

@@ -2,8 +2,8 @@
 
 A list page costs a fixed number of queries: the pending pauses of each run are counted
 by the database in the list's one query; the state's size is the database's ``LENGTH`` (of the
-stored text: the token, when it is encrypted). A detail page shows the value decrypted, or
-"(unreadable: ...)" saying why it cannot be (never the stored value, never a crash); its JSON
+stored text: the token, when it is encrypted). A detail page shows the value decrypted once its MAC
+verifies, or "(unreadable: ...)" saying why it cannot be (never the stored value, never a crash); its JSON
 indented in a block of bounded height (``turnstate_app/admin.css``).
 """
 
@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from turnstate_app.admin_display import json_block
 from turnstate_app.choices import PauseStatus
-from turnstate_app.contrib.openai_agents.codec import decode_value
+from turnstate_app.contrib.openai_agents.codec import item_text, state_text
 from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
 from turnstate_app.errors import UnreadableValueError
 from turnstate_app.models import Pause
@@ -93,7 +93,14 @@ class StoredRunStateAdmin(ReadOnly):
     @admin.display(description="state")
     def run_state(self, obj: StoredRunState) -> str:
         try:
-            state = decode_value(obj.state, obj.encryption_key_id, thread_id=obj.thread_id)
+            state = state_text(
+                obj.state,
+                obj.encryption_key_id,
+                obj.value_mac,
+                run_id=obj.run_id,
+                thread_id=obj.thread_id,
+                revision=obj.revision,
+            )
         except UnreadableValueError as exc:
             return f"(unreadable: {exc})"
         return json_block(state)
@@ -112,7 +119,7 @@ class StoredSessionItemAdmin(ReadOnly):
     @admin.display(description="item")
     def session_item(self, obj: StoredSessionItem) -> str:
         try:
-            item = decode_value(obj.item, obj.encryption_key_id, thread_id=obj.session_id)
+            item = item_text(obj.item, obj.encryption_key_id, obj.value_mac, session_id=obj.session_id)
         except UnreadableValueError as exc:
             return f"(unreadable: {exc})"
         return json_block(item)

@@ -6,10 +6,13 @@ processes, so a redelivered answer runs nothing again. Then, holding the thread'
 
 1. the run's latest state is read from its row, at the revision the pauses were minted for
    (a state that moved on is refused), and rebuilt with ``RunState.from_string``; a state
-   this SDK cannot read (a newer schema, written before a rollback), or that does not decrypt
-   (its thread's key is gone, or it was altered at rest), is refused with that reason, and the
-   run's pending pauses are listed as unresumable with it (also when the answer that came finds
-   its group still waiting);
+   this SDK cannot read (a newer schema, written before a rollback), or that fails its MAC or
+   does not decrypt (altered at rest, or its thread's key is gone), is refused with that reason,
+   and the run's pending pauses are listed as unresumable with it (also when the answer that came
+   finds its group still waiting). This binds the run to the state its pauses were minted from:
+   a pause records the revision (its ``checkpoint_id``, under the pause's own MAC and the token's
+   signature) and the row's MAC names its revision, so only the value written at that revision
+   reads back; an older value put back with its then-valid MAC, under either revision, is refused;
 2. each interruption is read again where the SDK will run it: its tool, call id and
    arguments must have the digest its pause recorded (``still_shown``), so an approval
    binds to exactly what its person saw; and every interruption must be answered;

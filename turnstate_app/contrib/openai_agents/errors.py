@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from turnstate_app.errors import PayloadBindingError, TurnStateError
+from turnstate_app.errors import TurnStateError, UnreadableValueError
 
 
-class UnreadableSessionItemError(PayloadBindingError):
-    """A stored session item is not the JSON it was written as; it is kept, nothing is returned."""
+class UnreadableSessionItemError(UnreadableValueError):
+    """A stored session item is not the JSON it was written as, or fails its MAC; it is kept, nothing
+    is returned."""
 
 
-class UnreadableRunStateError(PayloadBindingError):
-    """A stored run state cannot be read back by this SDK (corrupt, or a schema it does not know)."""
+class UnreadableRunStateError(UnreadableValueError):
+    """A stored run state cannot be read back by this SDK (corrupt, failing its MAC, or a schema it
+    does not know)."""
 
 
 class StaleRunStateError(TurnStateError):

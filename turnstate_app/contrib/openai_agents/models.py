@@ -1,7 +1,8 @@
 """The contrib's two tables: a session's items, and each paused run's latest state.
 
 Values go through :mod:`turnstate_app.contrib.openai_agents.codec` (``item``, ``state``): with
-keys configured they are encrypted at rest, each row's key id in ``encryption_key_id``.
+keys configured they are encrypted at rest, each row's key id in ``encryption_key_id``; either
+way each value is bound to its row by the MAC in ``value_mac`` (:mod:`turnstate_app.integrity`).
 """
 
 from __future__ import annotations
@@ -10,11 +11,20 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from turnstate_app.encryption import KEY_ID_LENGTH
+from turnstate_app.integrity import MAC_LENGTH
 
 ID_MAX_LENGTH = 255  # also the core's thread_id: a session, or a run without one, is a pause's thread
 REVISION_MAX_LENGTH = 64
 SCHEMA_MAX_LENGTH = 32
 KEY_ID_HELP = _("The id of the key the value is encrypted with; empty when it is stored clear.")
+MAC_HELP = _(
+    "Binds the stored value to this row and its key id, keyed from SECRET_KEY: a value changed at "
+    "rest no longer matches it and is not read."
+)
+
+
+def value_mac_field() -> models.CharField[str | None, str | None]:
+    return models.CharField(_("value MAC"), max_length=MAC_LENGTH, null=True, blank=True, help_text=MAC_HELP)
 
 
 class StoredSessionItem(models.Model):
@@ -25,6 +35,7 @@ class StoredSessionItem(models.Model):
     encryption_key_id = models.CharField(
         _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
     )
+    value_mac = value_mac_field()
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
@@ -61,6 +72,7 @@ class StoredRunState(models.Model):
     encryption_key_id = models.CharField(
         _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
     )
+    value_mac = value_mac_field()
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 

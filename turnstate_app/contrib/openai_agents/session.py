@@ -9,11 +9,12 @@ returns it, the others move on to an older one, so each item is popped once.
 
 The SDK awaits each call; each is one hop onto Django's thread-sensitive executor. Sync code
 calls the ``*_sync`` forms, on its own connection and inside its own transaction. A row that
-does not read back (not JSON, or not decrypting: its session's key is gone) is refused
-(``UnreadableSessionItemError``) and kept, never skipped.
+does not read back (failing its MAC, not JSON, or not decrypting: its session's key is gone) is
+refused (``UnreadableSessionItemError``) and kept, never skipped.
 
 With keys configured each item is encrypted with the keys of the session id (the thread of the
-pauses of a run on this session), its key id written in the same ``INSERT``.
+pauses of a run on this session), its key id written in the same ``INSERT``; sealed or clear,
+each item carries a MAC naming its session (:mod:`~turnstate_app.contrib.openai_agents.codec`).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class DjangoSession(SessionABC):
             stored = list(cursor.fetchall())  # a tuple on MySQLdb
         if latest:
             stored.reverse()
-        return [decode_item(value, key_id, session_id=self.session_id) for value, key_id in stored]
+        return [decode_item(value, key_id, mac, session_id=self.session_id) for value, key_id, mac in stored]
 
     def add_items_sync(self, items: list[Any]) -> None:
         """:meth:`add_items` for sync code: one multi-row ``INSERT`` (per 500 items), in one transaction."""
@@ -103,11 +104,11 @@ class DjangoSession(SessionABC):
         rows = self._rows()
         older = rows
         while True:
-            newest = older.order_by("-pk").values_list("pk", "item", "encryption_key_id").first()
+            newest = older.order_by("-pk").values_list("pk", "item", "encryption_key_id", "value_mac").first()
             if newest is None:
                 return None
-            pk, stored, key_id = newest
-            item = decode_item(stored, key_id, session_id=self.session_id)  # unreadable: kept, refused
+            pk, stored, key_id, mac = newest
+            item = decode_item(stored, key_id, mac, session_id=self.session_id)  # unreadable: kept, refused
             if rows.filter(pk=pk).delete()[0] == 1:
                 return item
             # Another caller popped it: the next older row, never this one again (a repeatable-read

@@ -6,8 +6,11 @@ write names the revision it replaces (compare-and-set, one conditional ``UPDATE`
 writer that read an older state writes nothing and is told so (``StaleRunStateError``).
 The text goes through :mod:`~turnstate_app.contrib.openai_agents.codec`: with keys configured it
 is encrypted with the keys of the row's ``thread_id`` (the thread the run's pauses are minted
-on), its key id written in the same statement. A state that does not decrypt is refused with
-``UnreadableRunStateError``.
+on), its key id and its MAC written in the same statement. The MAC names the row's run, thread
+and revision, so a state read back is the one this app wrote at that revision: the continuation
+compares the revision with the one its pauses were minted at (under their own MAC), which binds
+the run to exactly the state its pauses showed. A state that fails its MAC or does not decrypt is
+refused with ``UnreadableRunStateError``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, router, transaction
 
 from turnstate_app.contrib.openai_agents.codec import decode_state, encode_state
-from turnstate_app.contrib.openai_agents.errors import StaleRunStateError
+from turnstate_app.contrib.openai_agents.errors import StaleRunStateError, UnreadableRunStateError
 from turnstate_app.contrib.openai_agents.models import StoredRunState
 
 
@@ -61,7 +64,7 @@ def insert_state(
     transaction rolls back whole on that error anyway (the savepoint would cost two statements)."""
     revision = new_revision()
     alias = _alias(using)
-    state, key_id = encode_state(text, thread_id=thread_id)
+    state, key_id, mac = encode_state(text, run_id=run_id, thread_id=thread_id, revision=revision)
     row = StoredRunState(
         run_id=run_id,
         thread_id=thread_id,
@@ -71,6 +74,7 @@ def insert_state(
         schema_version=schema_version,
         state=state,
         encryption_key_id=key_id,
+        value_mac=mac,
     )
     try:
         with transaction.atomic(using=alias, savepoint=savepoint):
@@ -84,21 +88,43 @@ def insert_state(
 
 
 def read_state(run_id: str, *, using: str | None = None) -> StoredState | None:
-    """The run's latest state, or None when none is stored; ``UnreadableRunStateError`` when it does
-    not decrypt (its thread's key is gone, or it was altered at rest)."""
+    """The run's latest state, or None when none is stored; ``UnreadableRunStateError`` when it fails
+    its MAC or does not decrypt (altered at rest, or its thread's key is gone)."""
     row = (
         StoredRunState.objects.using(_alias(using))
         .filter(run_id=run_id)
         .values_list(
-            "thread_id", "session_id", "agent", "revision", "schema_version", "state", "encryption_key_id"
+            "thread_id",
+            "session_id",
+            "agent",
+            "revision",
+            "schema_version",
+            "state",
+            "encryption_key_id",
+            "value_mac",
         )
         .first()
     )
     if row is None:
         return None
-    thread_id, session_id, agent, revision, schema_version, state, key_id = row
-    text = decode_state(state, key_id, run_id=run_id, thread_id=thread_id)
+    thread_id, session_id, agent, revision, schema_version, state, key_id, mac = row
+    text = decode_state(state, key_id, mac, run_id=run_id, thread_id=thread_id, revision=revision)
+    require_session_of_thread(run_id, thread_id, session_id)
     return StoredState(run_id, thread_id, session_id, agent, revision, schema_version, text)
+
+
+def require_session_of_thread(run_id: str, thread_id: str, session_id: str | None) -> None:
+    """``UnreadableRunStateError`` unless the row's session is its thread (its run's, without one).
+
+    The thread is under the row's MAC and a run's thread is its session's id when it has one, so a
+    session that is not the thread was changed at rest: the run would go on in another conversation.
+    """
+    if session_id == thread_id or (session_id is None and thread_id == run_id):
+        return
+    raise UnreadableRunStateError(
+        f"the stored state of run {run_id!r} names session {session_id!r}, and its thread is "
+        f"{thread_id!r}: the session was changed at rest; it is an unreadable record and is not used"
+    )
 
 
 def replace_state(
@@ -123,8 +149,8 @@ def replace_state(
         thread_id = rows.values_list("thread_id", flat=True).first()
     revision = new_revision()
     if thread_id is not None:
-        state, key_id = encode_state(text, thread_id=thread_id)
-        fields = {"state": state, "encryption_key_id": key_id, "revision": revision}
+        state, key_id, mac = encode_state(text, run_id=run_id, thread_id=thread_id, revision=revision)
+        fields = {"state": state, "encryption_key_id": key_id, "value_mac": mac, "revision": revision}
         if schema_version is not None:
             fields["schema_version"] = schema_version
         if rows.filter(thread_id=thread_id).update(**fields) == 1:

@@ -23,9 +23,9 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 from turnstate_app.admin_display import json_block
 from turnstate_app.choices import PauseStatus
 from turnstate_app.contrib.pydantic_ai import history
-from turnstate_app.contrib.pydantic_ai.codec import opened
-from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
+from turnstate_app.contrib.pydantic_ai.codec import stored_requests
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation
+from turnstate_app.errors import PayloadBindingError
 from turnstate_app.models import Pause
 
 
@@ -91,10 +91,8 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="waiting tool calls")
     def waiting_calls(self, obj: StoredConversation) -> int:
         try:
-            requests = json.loads(
-                opened(obj.deferred_tool_requests, obj.encryption_key_id, obj.conversation_id) or ""
-            )
-        except (ValueError, UnreadableConversationError):
+            requests = json.loads(_requests(obj) or "")
+        except (ValueError, PayloadBindingError):
             return 0
         return len(requests.get("calls", [])) + len(requests.get("approvals", []))
 
@@ -110,8 +108,8 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def waiting_on(self, obj: StoredConversation) -> str:
         """The tool calls the conversation waits on, decrypted (or why they cannot be read)."""
         try:
-            requests = opened(obj.deferred_tool_requests, obj.encryption_key_id, obj.conversation_id)
-        except UnreadableConversationError as exc:
+            requests = _requests(obj)
+        except PayloadBindingError as exc:
             return f"(unreadable: {exc})"
         return "—" if requests is None else json_block(requests)
 
@@ -121,7 +119,14 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             entries = history.read_history(router.db_for_read(type(obj), instance=obj), obj.head_id, None)
         except LookupError:
             return "(the history is incomplete: an entry it points at is gone)"
-        except UnreadableConversationError as exc:
+        except PayloadBindingError as exc:
             return f"(unreadable: {exc})"
         messages = [entry.message for entry in entries]
         return json_block(ModelMessagesTypeAdapter.dump_json(messages).decode())
+
+
+def _requests(obj: StoredConversation) -> str | None:
+    """The row's deferred tool requests as written, once its MAC verifies."""
+    return stored_requests(
+        obj.conversation_id, obj.deferred_tool_requests, obj.encryption_key_id, obj.value_mac
+    )

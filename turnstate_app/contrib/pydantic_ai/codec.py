@@ -9,6 +9,12 @@ a dict key (a tool call's arguments). Either is a ``CheckpointFieldError`` namin
 What a person said is encrypted at rest when keys are configured (:mod:`turnstate_app.encryption`,
 the conversation id as the thread): each entry's message and a record's deferred tool calls
 (their arguments), each row's key id in its own column. Ids, usage and branches stay clear.
+
+Each of those two values is bound to its row by a MAC keyed from ``SECRET_KEY``
+(:mod:`turnstate_app.integrity`), written with it and checked before it is decrypted or decoded:
+an entry by its conversation, its id and the entry before it (what orders the history), a record
+by its conversation. A value edited, planted clear or moved to another row is an unreadable
+record (:class:`~turnstate_app.errors.UnreadableValueError`), never a message.
 """
 
 from __future__ import annotations
@@ -25,14 +31,21 @@ from pydantic_core import PydanticSerializationError
 
 from turnstate_app.contrib._text import refuse_lone_surrogates_in
 from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
+from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
 from turnstate_app.encryption import seal_text, unseal_text
 from turnstate_app.errors import UnreadableValueError
+from turnstate_app.integrity import require_row, row_mac
 
 FORMAT_VERSION: Literal[1] = 1
 
 _usage = TypeAdapter(RunUsage)
 _requests = TypeAdapter(DeferredToolRequests)
 REPLACEMENT = "\ufffd".encode()
+
+RECORD_IDENTITY = ("conversation_id",)
+"""The columns that name a record in its MAC."""
+ENTRY_IDENTITY = ("conversation_id", "entry_id", "parent_id")
+"""The columns that name an entry in its MAC: its conversation, itself, and the entry before it."""
 
 
 def json_of(field: str, adapter: TypeAdapter[Any], value: Any) -> str:
@@ -55,6 +68,7 @@ def record_values(record: ConversationRecord) -> dict[str, Any]:
             json_of("deferred_tool_requests", _requests, record.deferred_tool_requests),
             thread_id=record.conversation_id,
         )
+    mac = row_mac(StoredConversation._meta.label, (record.conversation_id,), key_id, requests)
     return {
         "scope": record.scope,
         "head_id": record.head_id,
@@ -62,6 +76,7 @@ def record_values(record: ConversationRecord) -> dict[str, Any]:
         "usage": json_of("usage", _usage, record.usage),
         "deferred_tool_requests": requests,
         "encryption_key_id": key_id,
+        "value_mac": mac,
         "branches": json.dumps(list(record.branches)),
         "forked_from": record.forked_from,
         "forked_at": record.forked_at,
@@ -70,7 +85,22 @@ def record_values(record: ConversationRecord) -> dict[str, Any]:
     }
 
 
-RECORD_COLUMNS = ("conversation_id", *record_values(ConversationRecord(conversation_id="-", head_id=None)))
+RECORD_COLUMNS = (
+    "conversation_id",
+    "scope",
+    "head_id",
+    "revision",
+    "usage",
+    "deferred_tool_requests",
+    "encryption_key_id",
+    "value_mac",
+    "branches",
+    "forked_from",
+    "forked_at",
+    "format_version",
+    "updated_at",
+)
+"""A record's columns as :func:`record_from` reads them: its id, then :func:`record_values`'s."""
 
 
 def record_from(row: tuple[Any, ...]) -> ConversationRecord:
@@ -81,10 +111,11 @@ def record_from(row: tuple[Any, ...]) -> ConversationRecord:
             f"conversation {values['conversation_id']!r} was stored in format {values['format_version']}; "
             f"this build reads format {FORMAT_VERSION}"
         )
+    conversation_id = values["conversation_id"]
+    requests = stored_requests(
+        conversation_id, values["deferred_tool_requests"], values["encryption_key_id"], values["value_mac"]
+    )
     try:
-        requests = opened(
-            values["deferred_tool_requests"], values["encryption_key_id"], values["conversation_id"]
-        )
         return ConversationRecord(
             conversation_id=values["conversation_id"],
             head_id=values["head_id"],
@@ -104,6 +135,14 @@ def record_from(row: tuple[Any, ...]) -> ConversationRecord:
         ) from exc
 
 
+def stored_requests(
+    conversation_id: str, stored: str | None, key_id: str | None, mac: str | None
+) -> str | None:
+    """A record's deferred tool requests as written (JSON), once the row's MAC verifies."""
+    require_row(StoredConversation._meta.label, (conversation_id,), key_id, stored, mac)
+    return opened(stored, key_id, conversation_id)
+
+
 def opened(stored: str | None, key_id: str | None, conversation_id: str) -> str | None:
     """A stored text as written; :class:`UnreadableConversationError` when its key is gone."""
     if stored is None:
@@ -120,9 +159,13 @@ def message_json(message: ModelMessage) -> str:
     return json_of("message", ModelMessagesTypeAdapter, [message])
 
 
-def sealed_message(message: ModelMessage, conversation_id: str) -> tuple[str, str | None]:
-    """An entry's message as stored, and its key id (None: clear)."""
-    return seal_text(message_json(message), thread_id=conversation_id)
+def sealed_message(
+    message: ModelMessage, conversation_id: str, entry_id: str, parent_id: str | None
+) -> tuple[str, str | None, str]:
+    """An entry's message as stored, its key id (None: clear) and the row's MAC."""
+    stored, key_id = seal_text(message_json(message), thread_id=conversation_id)
+    mac = row_mac(StoredEntry._meta.label, (conversation_id, entry_id, parent_id), key_id, stored)
+    return stored, key_id, mac
 
 
 def entry_from(
@@ -130,10 +173,13 @@ def entry_from(
     parent_id: str | None,
     kind: str,
     message: str,
-    conversation_id: str = "",
-    key_id: str | None = None,
+    conversation_id: str,
+    key_id: str | None,
+    mac: str | None,
 ) -> ConversationEntry:
-    """An entry from its row; the message decrypted with its conversation's keys when ``key_id`` is set."""
+    """An entry from its row, once its MAC verifies; the message decrypted with its conversation's
+    keys when ``key_id`` is set."""
+    require_row(StoredEntry._meta.label, (conversation_id, entry_id, parent_id), key_id, message, mac)
     try:
         (decoded,) = ModelMessagesTypeAdapter.validate_json(opened(message, key_id, conversation_id) or "")
     except ValueError as exc:

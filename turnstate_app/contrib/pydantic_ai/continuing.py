@@ -14,8 +14,12 @@ right agent can still continue it.
 
 Before the agent runs, each deferred call is read again where PydanticAI will execute it (the
 conversation's last response): a call whose tool or arguments changed since its pause was
-minted is refused (``still_shown``), and nothing runs. The conversation that check loads is
-the one the run continues from.
+minted is refused (``still_shown``), and nothing runs. So is a run whose start changed: the
+messages up to the deferred calls, and the calls, as the pauses recorded them
+(:mod:`turnstate_app.contrib.pydantic_ai.start`) — a history cut short, reordered or edited, or a
+record set back to older deferred calls. Every row it loads has verified its MAC first; one that
+does not is an unreadable record, and the continuation is refused with it. The conversation that
+check loads is the one the run continues from.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 
 from turnstate_app.contrib.pydantic_ai.deferred import APPROVAL, approval_result, shown_call, tool_schemas
 from turnstate_app.contrib.pydantic_ai.pausing import mint_fields
+from turnstate_app.contrib.pydantic_ai.start import history_changed, start_of, transcript
 from turnstate_app.contrib.pydantic_ai.store import records_kept
 from turnstate_app.errors import ContinuationRefused
 from turnstate_app.pauses import Continuation, ContinueResult, ResumedPause, acontinue_once, continue_once
@@ -89,28 +94,52 @@ class _Latest:
     store: ConversationStore
     conversation_id: str
     conversation: Conversation | None = None
+    messages: list[dict[str, Any]] | None = None
+    start: dict[str, Any] | None = None
 
     async def load(self) -> Conversation:
         if self.conversation is None:
-            self.conversation = await self.store.load(self.conversation_id)
+            try:
+                self.conversation = await self.store.load(self.conversation_id)
+            except LookupError as gone:  # the record's head, or an entry it leads to, was deleted
+                raise ContinuationRefused(
+                    f"conversation {self.conversation_id!r}: its stored history is incomplete (entry "
+                    f"{gone} is gone) since its pauses were minted; nothing was run"
+                ) from None
             if self.conversation is None:
                 raise ContinuationRefused(f"conversation {self.conversation_id!r} is not in the store")
         return self.conversation
 
     async def shown(self, member: ResumedPause) -> Any:
-        """What the run would execute for ``member``'s call (:func:`shown_call`; None: no such call in
-        the last response), or the refusal the run gives when the call is no longer deferred."""
+        """What the run would execute for ``member``'s call and the state it starts from
+        (:func:`shown_call`; None: no such call in the last response), or the refusal the run
+        gives when the call is no longer deferred, or when the history is not the one the group's
+        first pause recorded."""
         conversation = await self.load()
         call_id = member.claims.tool_call_id
         if call_id not in _waiting(conversation):
             deferred_results(conversation, [member])  # raises: no longer deferred
+        start = self.started(conversation, member)
         for message in reversed(conversation.messages):
             if isinstance(message, ModelResponse):
                 for part in message.tool_calls:
                     if part.tool_call_id == call_id:
-                        return shown_call(part.tool_name, part.args_as_dict())
+                        return shown_call(part.tool_name, part.args_as_dict(), start)
                 return None
         return None
+
+    def started(self, conversation: Conversation, member: ResumedPause) -> dict[str, Any]:
+        """The start of the run (:func:`start_of`), computed once; refused first when ``member``
+        recorded the transcript (the group's first pause) and the loaded history is not it."""
+        if self.messages is None or self.start is None:
+            self.messages = transcript(conversation)
+            self.start = start_of(self.messages, conversation.deferred_tool_requests)
+        recorded = member.checkpoint.messages if member.checkpoint is not None else []
+        if recorded:
+            changed = history_changed(member.claims.jti, self.conversation_id, recorded, self.messages)
+            if changed is not None:
+                raise ContinuationRefused(changed)
+        return self.start
 
 
 def _waiting(conversation: Conversation) -> set[str]:

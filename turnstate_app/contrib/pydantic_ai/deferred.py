@@ -49,16 +49,17 @@ class DeferredCall:
     def answer_schema(self) -> dict[str, Any]:
         return answer_schema(self.kind, self.parameters_json_schema)
 
-    def shown(self) -> dict[str, Any]:
+    def shown(self, start: dict[str, Any]) -> dict[str, Any]:
         """What the person is shown, as its digest binds the answer (:func:`shown_call`)."""
-        return shown_call(self.tool_name, self.args)
+        return shown_call(self.tool_name, self.args, start)
 
 
-def shown_call(tool_name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """What a pause's person is shown of a deferred call, as at mint so before the run continues:
-    the tool's name and its arguments. The run executes the call as the conversation's last
-    response holds it, so that is where the check reads it again."""
-    return {"tool_name": tool_name, "args": args}
+def shown_call(tool_name: str, args: dict[str, Any], start: dict[str, Any]) -> dict[str, Any]:
+    """What a pause's digest binds of a deferred call, as at mint so before the run continues:
+    the tool's name and its arguments, and the state the run starts from
+    (:func:`~turnstate_app.contrib.pydantic_ai.start.start_of`). The run executes the call as the
+    conversation's last response holds it, so that is where the check reads it again."""
+    return {"tool_name": tool_name, "args": args, "start": start}
 
 
 def deferred_calls(

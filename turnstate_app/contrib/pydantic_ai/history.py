@@ -30,7 +30,7 @@ def _statement(vendor: str) -> str:
         f" SELECT e.entry_id, e.parent_id, history_chain.depth + 1 FROM {table} e"
         f" JOIN history_chain ON e.entry_id = history_chain.parent_id WHERE history_chain.depth < %s"
         f") SELECT e.entry_id, e.parent_id, e.kind, e.message, e.conversation_id, e.encryption_key_id,"
-        f" history_chain.depth"
+        f" e.value_mac, history_chain.depth"
         f" FROM history_chain JOIN {table} e ON e.entry_id = history_chain.entry_id"
         f" ORDER BY history_chain.depth DESC"
     )
@@ -40,7 +40,8 @@ def read_history(alias: str, head_id: str | None, limit: int | None) -> list[Con
     """The entries from the first up to ``head_id``, oldest first (only the last ``limit``).
 
     Raises ``KeyError`` (a ``LookupError``, as the base class expects) when the head, or an
-    entry the chain points at, is not stored: a concurrent delete released it.
+    entry the chain points at, is not stored: a concurrent delete released it; and
+    ``UnreadableValueError`` when an entry's MAC does not verify (nothing of the history is returned).
     """
     if head_id is None or limit == 0:
         return []
@@ -51,7 +52,7 @@ def read_history(alias: str, head_id: str | None, limit: int | None) -> list[Con
         rows = cursor.fetchall()
     if not rows:
         raise KeyError(head_id)
-    oldest_parent = rows[0][1]  # entry_id, parent_id, kind, message, conversation_id, key id, depth
+    oldest_parent = rows[0][1]  # entry_id, parent_id, kind, message, conversation_id, key id, mac, depth
     if oldest_parent is not None and len(rows) < depth:
         raise KeyError(oldest_parent)
-    return [entry_from(*row[:6]) for row in rows]
+    return [entry_from(*row[:7]) for row in rows]

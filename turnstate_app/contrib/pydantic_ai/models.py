@@ -6,7 +6,9 @@ conversation that stored it (``conversation_id``) and may be reached by others (
 forks). Ids compare byte for byte on every database (see migration 0002).
 
 Structured values are kept as the JSON PydanticAI's own adapters write
-(``ModelMessagesTypeAdapter`` for a message), so a row reads back exactly as saved.
+(``ModelMessagesTypeAdapter`` for a message), so a row reads back exactly as saved. A message
+and a record's deferred tool calls each carry a MAC (``value_mac``, :mod:`.codec`) that a read
+checks first.
 """
 
 from __future__ import annotations
@@ -22,8 +24,17 @@ from turnstate_app.contrib.pydantic_ai.keys import (
     SCOPE_MAX_LENGTH,
 )
 from turnstate_app.encryption import KEY_ID_LENGTH
+from turnstate_app.integrity import MAC_LENGTH
 
 KEY_ID_HELP = _("The id of the key the value is encrypted with; empty when it is stored clear.")
+MAC_HELP = _(
+    "Binds the stored value to this row and its key id, keyed from SECRET_KEY: a value changed at "
+    "rest no longer matches it and is not read."
+)
+
+
+def value_mac_field() -> models.CharField:  # type: ignore[type-arg]
+    return models.CharField(_("value MAC"), max_length=MAC_LENGTH, null=True, blank=True, help_text=MAC_HELP)
 
 
 class ConversationQuerySet(models.QuerySet["StoredConversation"]):
@@ -69,6 +80,7 @@ class StoredConversation(models.Model):
     encryption_key_id = models.CharField(
         _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
     )
+    value_mac = value_mac_field()
     branches = models.TextField(
         _("branches"), default="[]", help_text=_("Tips of the histories it left, as JSON.")
     )
@@ -112,6 +124,7 @@ class StoredEntry(models.Model):
     encryption_key_id = models.CharField(
         _("encryption key id"), max_length=KEY_ID_LENGTH, null=True, blank=True, help_text=KEY_ID_HELP
     )
+    value_mac = value_mac_field()
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:

@@ -8,8 +8,10 @@ answered (:mod:`turnstate_app.contrib.pydantic_ai.continuing`).
 Each pause's ``thread_id`` is the conversation's id and its ``checkpoint_id`` the revision
 the run was saved under; ``resumable`` says that save is in the store. The group's turn
 state keeps the messages once: the first member (in mint order) records the whole
-transcript, the others record none. Continuing never reads them anyway: it loads the
-latest conversation from the store, never the pause-time snapshot.
+transcript, the others record none. Continuing runs from the latest conversation in the store,
+never from that snapshot; it compares the two, to name what changed when they differ. Each
+pause's ``shown`` binds its call and the state its run starts from
+(:mod:`turnstate_app.contrib.pydantic_ai.start`).
 
 With ``agent=``, each pause records ``agent.name`` and only an agent of that name continues
 the group (:func:`agent_name`); without it no name is recorded and none is checked.
@@ -24,7 +26,6 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import ConversationRecord, ConversationStore
-from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests
 
@@ -32,6 +33,7 @@ from turnstate_app.contracts import PauseClaims
 from turnstate_app.contrib.pydantic_ai.deferred import DeferredCall, deferred_calls, tool_schemas
 from turnstate_app.contrib.pydantic_ai.errors import ConversationNotSavedError, UnnamedAgentError
 from turnstate_app.contrib.pydantic_ai.saved import unsaved_reason
+from turnstate_app.contrib.pydantic_ai.start import start_of, transcript
 from turnstate_app.pauses import MintedPause, amint_pause, mint_pause
 
 GROUP_PREFIX = "pydantic-ai:"
@@ -155,15 +157,16 @@ def mint_fields(
     unknown = set(owners or {}) - {call.tool_call_id for call in calls}
     if unknown:
         raise ValueError(f"owners names tool calls the run did not defer: {sorted(unknown)}")
-    transcript = ModelMessagesTypeAdapter.dump_python(conversation.messages, mode="json")
+    messages = transcript(conversation)
+    start = start_of(messages, record.deferred_tool_requests)
     group = group_of(conversation_id, revision)
     scope_hash = hashlib.sha256((record.scope or "").encode("utf-8")).hexdigest()
     check = saved_check(store)
     members: list[dict[str, Any]] = []
     for position, call in enumerate(calls):
-        fields = _member(call, conversation_id, revision, scope_hash, group, check)
+        fields = _member(call, conversation_id, revision, scope_hash, group, check, start)
         # The group's transcript is recorded once, with its first member.
-        fields["messages"] = transcript if position == 0 else []
+        fields["messages"] = messages if position == 0 else []
         if owners is not None and call.tool_call_id in owners:
             fields["owner"] = owners[call.tool_call_id]
         elif owner is not None:
@@ -181,6 +184,7 @@ def _member(
     scope_hash: str,
     group: str,
     check: Callable[[PauseClaims], bool],
+    start: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "thread_id": conversation_id,
@@ -191,7 +195,7 @@ def _member(
         "request": call.request(conversation_id),
         "prompt": f"{call.kind}: {call.tool_name}",
         "answer_schema": call.answer_schema(),
-        "shown": call.shown(),
+        "shown": call.shown(start),
         "group": group,
         "resumable_check": check,
     }

@@ -225,7 +225,15 @@ class DjangoConversationStore(ConversationStore):
         row = (
             StoredEntry.objects.using(self.alias)
             .filter(entry_id=entry_id)
-            .values_list("entry_id", "parent_id", "kind", "message", "conversation_id", "encryption_key_id")
+            .values_list(
+                "entry_id",
+                "parent_id",
+                "kind",
+                "message",
+                "conversation_id",
+                "encryption_key_id",
+                "value_mac",
+            )
             .first()
         )
         if row is None:
@@ -408,16 +416,20 @@ def _checked_record(record: ConversationRecord) -> str:
     return conversation_id
 
 
+EntryRow = tuple[str, str | None, str, str, str, str | None, str]
+"""``statements.ENTRY_COLUMNS`` but ``created_at``."""
+
+
 def _entry_rows(
     conversation_id: str, new_entries: Sequence[ConversationEntry]
-) -> tuple[list[tuple[str, str | None, str, str, str, str | None]], set[str]]:
+) -> tuple[list[EntryRow], set[str]]:
     """Rows for the new entries (``statements.ENTRY_COLUMNS`` but ``created_at``), and the stored
     entries they continue (which must exist).
 
     An entry's parent is an earlier new entry or a stored one; a parent named later in
     ``new_entries`` is looked up in the store, so entries can never form a cycle.
     """
-    rows: list[tuple[str, str | None, str, str, str, str | None]] = []
+    rows: list[EntryRow] = []
     seen: set[str] = set()
     anchors: set[str] = set()
     for entry in new_entries:
@@ -434,7 +446,7 @@ def _entry_rows(
                 entry.parent_id,
                 conversation_id,
                 entry.kind,
-                *sealed_message(entry.message, conversation_id),
+                *sealed_message(entry.message, conversation_id, entry_id, entry.parent_id),
             )
         )
     return rows, anchors

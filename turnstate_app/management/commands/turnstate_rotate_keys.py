@@ -23,8 +23,10 @@ class Command(TurnstateCommand):
         _(
             "Re-encrypt every stored value not written with the first of TURNSTATE['ENCRYPTION_KEYS'] "
             "(or its thread's first key, with ENCRYPTION_KEY_RING), clear rows included, in bounded "
-            "batches; safe while the app runs, and resumed by running it again. --dry-run counts the "
-            "rows that are clear, on an old key, or unreadable (their key is gone), and lists the latter."
+            "batches; safe while the app runs, and resumed by running it again. A row whose MAC does "
+            "not verify (changed at rest) is never re-encrypted: it is counted and listed as unreadable. "
+            "--dry-run counts the rows that are clear, on an old key, or unreadable (their key is gone), "
+            "and lists the latter."
         ),
     )
 
@@ -61,14 +63,16 @@ class Command(TurnstateCommand):
                 if verbosity >= 1:
                     self.stdout.write(
                         f"{counts.label}: batch {counts.batches}: {counts.rotated} re-encrypted, "
-                        f"{counts.written_meanwhile} written meanwhile, {counts.unreadable} unreadable"
+                        f"{counts.written_meanwhile} written meanwhile, {counts.unreadable} unreadable "
+                        f"({counts.failed_mac} fail their MAC)"
                     )
 
             counts = rotate(table, batch_size=batch_size, progress=progress)
             self.stdout.write(
                 f"{counts.label}: {counts.rotated} row(s) re-encrypted in {counts.batches} batch(es); "
                 f"{counts.written_meanwhile} written meanwhile (run again to include them); "
-                f"{counts.unreadable} unreadable"
+                f"{counts.unreadable} unreadable ({counts.failed_mac} fail their MAC: changed at rest, "
+                "left as they are)"
             )
             self.list_unreadable(counts)
 
@@ -88,7 +92,7 @@ class Command(TurnstateCommand):
             )
 
     def list_unreadable(self, counts: TableCounts) -> None:
-        for pk, thread in counts.unreadable_rows:
-            self.stdout.write(f"  unreadable: {counts.label} id={pk} thread={thread!r}")
+        for pk, thread, why in counts.unreadable_rows:
+            self.stdout.write(f"  unreadable: {counts.label} id={pk} thread={thread!r} ({why})")
         if counts.unreadable > len(counts.unreadable_rows):
             self.stdout.write(f"  ... and {counts.unreadable - len(counts.unreadable_rows)} more")
