@@ -1,7 +1,8 @@
 """`make demo`: an agent asks a person, the person answers over HTTP, another process continues.
 
 Starts a real HTTP server and a task worker as separate processes, runs the scripted agent,
-answers over the REST API, and checks every step it shows. Exits non-zero, naming the step,
+answers over the REST API, and checks every step it shows; ends with the link the person was
+e-mailed to the question still waiting, to answer it in a browser. Exits non-zero, naming the step,
 when anything goes wrong; stops everything it started, also on Ctrl-C.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from demo_support import RESUME, Demo, expect, main, say, short
 
@@ -86,13 +88,26 @@ class OffsiteDemo(Demo):
             body,
         )
 
+        link = self.mailed_link("e-mail the answer link", "alice@example.com", second["token"])
+        status, location = self.status_of(urlsplit(link).path)
+        expect(
+            "open the answer link",
+            status == 302 and location.startswith("/accounts/login/"),
+            status,
+            location,
+        )
+        say("8. alice was e-mailed a link to each question (TURNSTATE['NOTIFY'] = email_owner); pause 2's")
+        say(f"   opens its answer page after she signs in ({status} to {location.split('?')[0]}).")
+
         say()
-        say(f"Done in {self.elapsed():.1f} s. To look around in the admin:")
+        say(f"Done in {self.elapsed():.1f} s. To look around, start the server:")
         say(f"   DATABASE_URL={self.database_url} .venv/bin/python example_project/manage.py runserver")
         say(
-            "   then http://127.0.0.1:8000/admin/  user: admin  password: "
+            "   the admin: http://127.0.0.1:8000/admin/  user: admin  password: "
             f"{people['admin_password']}  (Swagger UI: /api/docs/)"
         )
+        say(f"   pause 2's question: the link alice was e-mailed (password: {people['alice_password']})")
+        say(f"   {link}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ process it started, also on Ctrl-C or SIGTERM. ``demo.py``, ``demo_langgraph.py`
 from __future__ import annotations
 
 import argparse
+import email
+import email.message
+import http.client
 import json
 import os
 import signal
@@ -60,7 +63,13 @@ class Demo:
         self.port = port
         self.base = f"http://127.0.0.1:{port}"
         self.logs = Path(tempfile.mkdtemp(prefix="turnstate-demo-"))
-        self.env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+        self.mail = self.logs / "mail"  # what NOTIFY e-mailed, one file per process (filebased backend)
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "PYTHONUNBUFFERED": "1",
+            "DEMO_MAIL_DIR": str(self.mail),
+        }
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.started = time.monotonic()
 
@@ -162,6 +171,28 @@ class Demo:
                 time.sleep(0.2)
         raise DemoFailedError(step, f"the server did not answer on {self.base} within {timeout:.0f} s")
 
+    def mailed_link(self, step: str, to: str, token: str) -> str:
+        """The answer link for ``token`` in an e-mail to ``to``, as the person reads it."""
+        for message in mailed(self.mail):
+            payload = message.get_payload(decode=True)
+            body = (
+                payload.decode(message.get_content_charset() or "utf-8") if isinstance(payload, bytes) else ""
+            )
+            links = [line.strip() for line in body.splitlines() if line.strip().endswith(f"/t/{token}/")]
+            if message["To"] == to and links:
+                return links[0]
+        raise DemoFailedError(step, f"no e-mail to {to} holds the link of that pause (in {self.mail})")
+
+    def status_of(self, path: str) -> tuple[int, str]:
+        """GET ``path`` without following a redirect: the status and where it points."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            return response.status, response.getheader("Location") or ""
+        finally:
+            connection.close()
+
     # -- agent runs (example_project/demo_agents, /agents/runs/) -----------------------------
 
     def transcript(self, run_id: str, token: str, step: str) -> dict[str, Any]:
@@ -181,6 +212,18 @@ class Demo:
         raise DemoFailedError(
             "continue the turn", f"the worker did not continue the run within {timeout:.0f} s"
         )
+
+
+def mailed(folder: Path) -> list[email.message.Message]:
+    """Every message Django's file-based e-mail backend wrote into ``folder``, oldest file first."""
+    separator = "\n" + "-" * 79 + "\n"
+    files = sorted(folder.glob("*.log"), key=lambda path: path.stat().st_mtime) if folder.is_dir() else []
+    return [
+        email.message_from_string(text.strip("\n"))
+        for path in files
+        for text in path.read_text().split(separator)
+        if text.strip()
+    ]
 
 
 def create_postgres_database(url: str) -> None:

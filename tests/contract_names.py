@@ -546,11 +546,6 @@ PAGES_INCLUDE = 'path("answers/", include("turnstate_app.pages.urls"))'
 # Parts of the contract this release does not provide; their checks are expected to fail.
 NOT_PROVIDED: dict[str, str] = {
     "turnstate_app.contrib.google_adk": "the Google ADK integration is not provided yet",
-    "turnstate_app.notify": "NOTIFY and its e-mail are not provided yet",
-    "turnstate_app.pages": "the answer pages are not provided yet",
-    "NOTIFY": "NOTIFY is not provided yet",
-    "PAGES_BASE_URL": "the answer pages are not provided yet",
-    "turnstate.notify.failures": "NOTIFY is not provided yet",
     "google-adk": "the Google ADK integration is not provided yet",
     "google.adk": "the Google ADK integration is not provided yet",
     "openai_agents.override_args": (

@@ -596,7 +596,6 @@ def test_each_name_of_django_python_or_a_framework_is_where_the_contract_says(do
 # -- the pages -----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=contract.NOT_PROVIDED["turnstate_app.pages"])
 def test_the_pages_mount_under_their_namespace_and_reverse() -> None:
     root = contract.PAGES_ROOT.strip("/")
     assert f'path("{root}/", include("{contract.PAGES_URLCONF}"))' == contract.PAGES_INCLUDE
@@ -608,13 +607,11 @@ def test_the_pages_mount_under_their_namespace_and_reverse() -> None:
     assert contract.PAGE_QUERY == ("?owner=<user id>",)
 
 
-@pytest.mark.xfail(strict=True, reason=contract.NOT_PROVIDED["turnstate_app.pages"])
 @pytest.mark.parametrize("template", contract.TEMPLATES)
 def test_each_template_can_be_overridden_by_its_name(template: str) -> None:
     assert get_template(template) is not None
 
 
-@pytest.mark.xfail(strict=True, reason=contract.NOT_PROVIDED["turnstate_app.pages"])
 def test_the_answer_form_has_the_contracts_fields() -> None:
     form = get_template(contract.TEMPLATES[1]).template.source  # type: ignore[attr-defined]
     for field in contract.PAGE_FORM_FIELDS:
@@ -623,7 +620,6 @@ def test_the_answer_form_has_the_contracts_fields() -> None:
     assert all(key.split('"')[1 if '"' in key else 0] in form for key in contract.PAGE_REQUEST_KEYS)
 
 
-@pytest.mark.xfail(strict=True, reason=contract.NOT_PROVIDED["turnstate_app.notify"])
 def test_notify_e_mails_the_owner_through_its_dotted_path() -> None:
     assert callable(resolve(contract.NOTIFY_PATH))
 

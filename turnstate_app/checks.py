@@ -6,6 +6,7 @@ import importlib
 import inspect
 import math
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -64,6 +65,7 @@ def check_settings(**_: Any) -> list[CheckMessage]:
     messages += _check_continuation_attempts(raw)
     messages += _check_agents(raw)
     messages += _check_encryption(raw)
+    messages += _check_notify(raw)
     return messages
 
 
@@ -317,6 +319,60 @@ def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
             )
         )
     return messages
+
+
+def _check_notify(raw: dict[str, Any]) -> list[CheckMessage]:
+    """E023: a NOTIFY that cannot be called. E024: NOTIFY without PAGES_BASE_URL (a mint in a
+    worker has no request to take the site's address from). E025: a PAGES_BASE_URL that would
+    make links nobody can open."""
+    path, base = raw.get("NOTIFY"), raw.get("PAGES_BASE_URL")
+    messages: list[CheckMessage] = []
+    if path is not None:
+        try:
+            target = import_string(path) if isinstance(path, str) else None
+        except ImportError as exc:
+            target, detail = None, str(exc)
+        else:
+            detail = "not a dotted path" if target is None else "not callable"
+        if target is None or not callable(target):
+            messages.append(
+                Error(
+                    f"TURNSTATE['NOTIFY'] = {path!r} is unusable ({detail}).",
+                    hint="Give the dotted path of a callable(pause, link), e.g. "
+                    "'turnstate_app.notify.email_owner', or None.",
+                    id="turnstate.E023",
+                )
+            )
+        if base is None:
+            messages.append(
+                Error(
+                    "TURNSTATE['NOTIFY'] is set but TURNSTATE['PAGES_BASE_URL'] is not: the link it "
+                    "is given must be absolute, and a pause minted by a worker has no request to "
+                    "take the site's address from.",
+                    hint="Set PAGES_BASE_URL to the site's origin, e.g. 'https://app.example.com'.",
+                    id="turnstate.E024",
+                )
+            )
+    if base is not None and not _absolute_http_url(base):
+        messages.append(
+            Error(
+                f"TURNSTATE['PAGES_BASE_URL'] = {base!r} is not an absolute http(s) URL.",
+                hint="Give the origin people open the site at, with its scheme and without a query "
+                "or fragment, e.g. 'https://app.example.com'.",
+                id="turnstate.E025",
+            )
+        )
+    return messages
+
+
+def _absolute_http_url(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # an unbalanced IPv6 bracket, say
+        return False
+    return parts.scheme in {"http", "https"} and bool(parts.hostname) and not (parts.query or parts.fragment)
 
 
 def _importable(name: str) -> bool:

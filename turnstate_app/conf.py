@@ -39,6 +39,12 @@ DEFAULTS: dict[str, Any] = {
     # {name: dotted path} of the compiled graphs and agents the project continues; the name is
     # the identity a pause records (graph.name / agent.name). turnstate_app.tasks looks them up.
     "AGENTS": {},
+    # Dotted path of callable(pause, link), run after a pause's mint commits (never inside it): tells
+    # the person there is a question. Ready-made: "turnstate_app.notify.email_owner".
+    "NOTIFY": None,
+    # The site's origin, e.g. "https://app.example.com": a worker that mints has no request to
+    # take it from, and a link in an e-mail must be absolute.
+    "PAGES_BASE_URL": None,
 }
 
 
@@ -132,6 +138,16 @@ class TurnstateSettings:
     def AGENTS(self) -> dict[str, str]:  # noqa: N802
         value = self._get("AGENTS")
         return dict(value) if isinstance(value, dict) else {}
+
+    @property
+    def NOTIFY(self) -> str | None:  # noqa: N802
+        value = self._get("NOTIFY")
+        return None if value is None else str(value)
+
+    @property
+    def PAGES_BASE_URL(self) -> str | None:  # noqa: N802
+        value = self._get("PAGES_BASE_URL")
+        return None if value is None else str(value)
 
 
 conf = TurnstateSettings()

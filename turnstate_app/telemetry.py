@@ -43,6 +43,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
         "{continuation}",
         "Continuations found claimed and unfinished past STALLED_AFTER.",
     ),
+    "turnstate.notify.failures": ("counter", "{notification}", "NOTIFY calls that raised after a mint."),
 }
 """Each metric's kind, unit and description; the names are public (people alert on them)."""
 

@@ -90,6 +90,18 @@ DATABASES = {"default": _database()}
 
 STATIC_URL = "/static/"
 
+# The answer pages (/answers/) ask a person to sign in with Django's own login view (/accounts/login/).
+LOGIN_REDIRECT_URL = "turnstate_pages:inbox"
+
+# E-mail: into DEMO_MAIL_DIR, one file per process, when a demo runs (it reads the link from there);
+# printed by runserver otherwise.
+if os.environ.get("DEMO_MAIL_DIR"):
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = os.environ["DEMO_MAIL_DIR"]
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = "agents@example.com"
+
 # What a front end uses: the session (browser) or a token (API client).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -115,6 +127,9 @@ TURNSTATE = {
     # the pause's graph.name / agent.name names. (`make demo`'s scripted agent, no framework's,
     # brings its own handler: DEMO_RESUME_HANDLER.)
     "RESUME_HANDLER": os.environ.get("DEMO_RESUME_HANDLER", "turnstate_app.handoff.enqueue_continuation"),
+    # Each pause's owner is e-mailed the link to its answer page, absolute also when a worker mints.
+    "NOTIFY": "turnstate_app.notify.email_owner",
+    "PAGES_BASE_URL": os.environ.get("DEMO_PAGES_BASE_URL", "http://127.0.0.1:8000"),
     "AGENTS": {
         "trip": "demo_agents.trip.graph",  # make demo-langgraph
         **(

@@ -11,6 +11,9 @@ the token is signed only after the commit. Only the turn state's write has a sav
 of its own: its failure is the one a mint survives (``resumable=False``); a failed
 request or ledger write rolls the whole mint back. Any other port keeps the same order,
 write by write, through the port.
+
+``pause_minted`` and ``NOTIFY`` run once the mint is committed (with the caller's transaction,
+when the caller holds one): nobody is told of a pause that a rollback took back.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from turnstate_app.errors import CheckpointFieldError
 from turnstate_app.keys import payload_key
 from turnstate_app.managers import new_pause
 from turnstate_app.models import Pause
+from turnstate_app.notify import notify_minted
 from turnstate_app.pauses.answers import check_schema
 from turnstate_app.pauses.binding import identity_of, shown_mac
 from turnstate_app.pauses.earned import ResumableCheck, earned
@@ -151,7 +155,12 @@ def mint_pause(
             thread_id,
         )
     minted = MintedPause(token=sign_claims(claims), claims=claims, resumable=resumable)
-    transaction.on_commit(lambda: announce(minted, pause), using=router.db_for_write(Pause))
+    alias = router.db_for_write(Pause)
+    transaction.on_commit(lambda: announce(minted, pause), using=alias)
+    if conf.NOTIFY is not None:  # after the commit: a person never follows a link to nothing
+        if owner is not None:
+            pause.owner = owner  # the person to tell, without reading the user again
+        transaction.on_commit(lambda: notify_minted(pause, minted.token), using=alias)
     return minted
 
 
