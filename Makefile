@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents dist soak mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents dist soak soak-workers redis mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -31,11 +31,12 @@ help:
 	@echo "make dist          wheel and sdist in dist/, checked with twine"
 	@echo "make docs          the documentation site in site/, built strictly (mkdocs build --strict)"
 	@echo "make soak          8 processes answering over HTTP on PostgreSQL (SOAK_MINUTES=5)"
+	@echo "make soak-workers  continuations on 1, 2, 4 RQ and database workers, one killed (SOAK_PAUSES=2000)"
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,encryption,langgraph,langgraph-agents,pydantic-ai,openai-agents]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,encryption,langgraph,langgraph-agents,pydantic-ai,openai-agents,rq]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed | gettext
@@ -61,17 +62,17 @@ test-sqlite-memory: install
 	DJANGO_SETTINGS_MODULE=tests.settings_memory DATABASE_URL= $(VENV)/bin/pytest -q --keep-duplicates \
 		-k "not two_processes" $(foreach _,$(shell seq $(MEMORY_REPEAT)),$(MEMORY_TESTS)) $(PYTEST_ARGS)
 
-test-postgres: install
+test-postgres: install | redis
 	@$(VENV)/bin/python -c "import psycopg; psycopg.connect('$(PG_URL)'.rsplit('/',1)[0] + '/postgres')" \
 		|| { echo "PostgreSQL is not reachable at $(PG_URL)"; exit 1; }
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # CI only (not in `make test`): the PostgreSQL suite on Django's own connection pool, and with
 # the prepared-statement OPTIONS the docs recommend; every statement is Django's either way.
-test-postgres-pool: install
+test-postgres-pool: install | redis
 	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_pool DATABASE_OPTIONS='{"pool": true}' $(VENV)/bin/pytest $(PYTEST_ARGS)
 
-test-postgres-prepared: install
+test-postgres-prepared: install | redis
 	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_prepared \
 		DATABASE_OPTIONS='{"server_side_binding": true, "prepare_threshold": 5}' $(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -82,13 +83,13 @@ VENV_PSYCOPG2 := .venv-psycopg2
 $(VENV_PSYCOPG2)/.installed: pyproject.toml
 	@test -x $(VENV_PSYCOPG2)/bin/python || $(PYTHON) -m venv $(VENV_PSYCOPG2)
 	$(VENV_PSYCOPG2)/bin/python -m pip install -q --upgrade pip
-	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents]' \
+	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents,rq]' \
 		'django-tasks-db[compat]' 'Django>=5.2,<6' psycopg2-binary
 	$(VENV_PSYCOPG2)/bin/python -m pip uninstall -y -q psycopg psycopg-binary psycopg-pool \
 		opentelemetry-instrumentation-psycopg
 	@touch $@
 
-test-postgres-psycopg2: $(VENV_PSYCOPG2)/.installed | gettext
+test-postgres-psycopg2: $(VENV_PSYCOPG2)/.installed | gettext redis
 	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_psycopg2 $(VENV_PSYCOPG2)/bin/pytest $(PYTEST_ARGS)
 
 mariadb-headers:
@@ -105,7 +106,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents,rq]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: test-django6-sqlite test-django6-postgres
@@ -114,7 +115,7 @@ test-django6-sqlite: $(VENV6)/.installed | gettext
 	$(VENV6)/bin/python -c "import django; print('Django', django.get_version())"
 	DATABASE_URL= $(VENV6)/bin/pytest $(PYTEST_ARGS)
 
-test-django6-postgres: $(VENV6)/.installed | gettext
+test-django6-postgres: $(VENV6)/.installed | gettext redis
 	$(VENV6)/bin/python -c "import django; print('Django', django.get_version())"
 	DATABASE_URL=$(PG_URL) $(VENV6)/bin/pytest $(PYTEST_ARGS)
 
@@ -140,7 +141,7 @@ test-e2e: $(VENV)/.installed-e2e docs | browser
 screenshot: $(VENV)/.installed-e2e docs | browser
 	mkdir -p docs/img
 	SE_OFFLINE=true DATABASE_URL= TURNSTATE_SCREENSHOTS=docs/img \
-		$(VENV)/bin/pytest -q -m e2e tests/test_admin_e2e.py tests/test_docs_e2e.py
+		$(VENV)/bin/pytest -q -m e2e tests/test_admin_e2e.py tests/test_docs_e2e.py tests/test_pages_e2e.py
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -192,6 +193,17 @@ $(VENV)/.installed-soak: $(VENV)/.installed
 soak: $(VENV)/.installed-soak
 	$(VENV)/bin/python bench/soak.py --database $(BENCH_PG)turnstate_soak --minutes $(SOAK_MINUTES)
 
+# Not gating: SOAK_PAUSES pauses answered over HTTP, continued by 1, 2 and 4 workers on RQ (Redis at
+# REDIS_PORT) and on django-tasks-db's db_worker, one worker killed after its claim (bench/soak_workers.py).
+SOAK_PAUSES ?= 2000
+SOAK_WORKERS ?= 1 2 4
+SOAK_BACKENDS ?= rq rq-preloaded rq-simple db
+
+soak-workers: $(VENV)/.installed | redis
+	$(VENV)/bin/python bench/soak_workers.py --database $(BENCH_PG)turnstate_soak_workers \
+		--redis redis://127.0.0.1:$(REDIS_PORT)/0 --pauses $(SOAK_PAUSES) --workers $(SOAK_WORKERS) \
+		--backends $(SOAK_BACKENDS) --markdown
+
 $(VENV)/.installed-dist: $(VENV)/.installed
 	$(VENV)/bin/python -m pip install -q -e '.[test,dist]'
 	@touch $@
@@ -210,6 +222,18 @@ $(VENV)/.installed-docs: $(VENV)/.installed
 
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 DATABASE_URL= $(VENV)/bin/mkdocs build --strict
+
+# Redis for RQ, from apt when missing, started when down (as .ci/run does for MariaDB). The suite's
+# queue test (tests/test_queue_workers.py, PostgreSQL legs) starts a server of its own from this
+# binary, so concurrent legs never share a queue; `make soak-workers` uses this one.
+REDIS_PORT ?= 6379
+
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q redis-server; }
+	@redis-cli -p $(REDIS_PORT) ping >/dev/null 2>&1 \
+		|| redis-server --daemonize yes --port $(REDIS_PORT) --bind 127.0.0.1 --save '' --appendonly no
+	@for _ in $$(seq 50); do redis-cli -p $(REDIS_PORT) ping >/dev/null 2>&1 && exit 0; sleep 0.1; done; \
+		echo "Redis did not start on port $(REDIS_PORT)"; exit 1
 
 # GNU gettext for makemessages/compilemessages (tests/test_i18n.py), from apt when missing.
 gettext:
