@@ -98,7 +98,13 @@ async def test_an_async_continuation_whose_start_fails_its_mac_is_refused_not_cr
 
 @pytest.mark.parametrize(
     ("identity", "key_id", "value"),
-    [(ROW, None, None), (ROW, "k1", b""), (ROW, None, "caf\u00e9"), (("t", 7), "k", b"\x00\xff" * 300)],
+    [
+        (ROW, None, None),
+        (ROW, "k1", b""),
+        (ROW, None, "caf\u00e9"),
+        (("t", 7), "k", b"\x00\xff" * 300),
+        (ROW, "k1", memoryview(b"as PostgreSQL hands bytes back")),
+    ],
 )
 def test_every_mac_is_djangos_salted_hmac_of_the_row(identity: Any, key_id: Any, value: Any) -> None:
     from django.conf import settings
@@ -107,7 +113,7 @@ def test_every_mac_is_djangos_salted_hmac_of_the_row(identity: Any, key_id: Any,
     from turnstate_app.integrity import _SALT, _header
 
     header = _header(TABLE, identity, key_id, value)
-    body = b"" if value is None else b"\x00" + (value.encode() if isinstance(value, str) else value)
+    body = b"" if value is None else b"\x00" + (value.encode() if isinstance(value, str) else bytes(value))
     expected = salted_hmac(_SALT, header + body, secret=settings.SECRET_KEY, algorithm="sha256").hexdigest()
     assert row_mac(TABLE, identity, key_id, value) == expected
     with override_settings(SECRET_KEY="another key"):

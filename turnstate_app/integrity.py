@@ -15,8 +15,8 @@ written with the value in the same statement and checked on every read before th
 decrypted or decoded. A missing or wrong MAC makes the row an unreadable record
 (:class:`~turnstate_app.errors.UnreadableValueError`, a ``PayloadBindingError``), never data.
 
-The MAC is Django's ``salted_hmac`` (SHA-256; its key derived once per secret and the HMAC
-taken in one call, which the tests hold equal to ``salted_hmac``'s), made with ``SECRET_KEY``
+The MAC is Django's ``salted_hmac`` (SHA-256; its key derived once per secret, the value fed as
+stored, never copied; the tests hold it equal to ``salted_hmac``'s), made with ``SECRET_KEY``
 and verified under it and each of ``SECRET_KEY_FALLBACKS``, as Django's signing is, so
 ``SECRET_KEY`` can be rotated without refusing a row. A row rewritten in place (an upsert)
 could be set back to an older value that verified once; where that would change what runs, the
@@ -45,6 +45,9 @@ MAC_LENGTH = 64
 
 _SALT = "turnstate_app.integrity.row"
 
+Value = bytes | memoryview | str | None
+"""A column as stored: text, or bytes as the driver hands them back (``memoryview`` on PostgreSQL)."""
+
 
 def _field(part: Any) -> str:
     # Length-prefixed, so no choice of ids can read as another's; None is not "" (no length).
@@ -54,7 +57,7 @@ def _field(part: Any) -> str:
     return f"{len(text)}:{text}"
 
 
-def _header(table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None) -> bytes:
+def _header(table: str, identity: Sequence[Any], key_id: str | None, value: Value) -> bytes:
     fields = [table, len(identity), *identity, key_id, "value" if value is not None else None]
     return "|".join(map(_field, fields)).encode("utf-8")
 
@@ -66,12 +69,12 @@ def _key(secret: Any) -> bytes:
     return hashlib.sha256(force_bytes(_SALT) + force_bytes(secret)).digest()
 
 
-def _mac(header: bytes, value: bytes | str | None, secret: Any) -> str:
-    if value is None:
-        message = header
-    else:
-        message = header + b"\x00" + (value.encode("utf-8") if isinstance(value, str) else bytes(value))
-    return hmac.digest(_key(secret), message, "sha256").hex()
+def _mac(header: bytes, value: Value, secret: Any) -> str:
+    mac = hmac.new(_key(secret), header, "sha256")
+    if value is not None:  # fed as it is: a large value is hashed once, never copied
+        mac.update(b"\x00")
+        mac.update(value.encode("utf-8") if isinstance(value, str) else value)
+    return mac.hexdigest()
 
 
 def _secrets() -> Iterator[Any]:
@@ -79,7 +82,7 @@ def _secrets() -> Iterator[Any]:
     yield from settings.SECRET_KEY_FALLBACKS
 
 
-def row_mac(table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None) -> str:
+def row_mac(table: str, identity: Sequence[Any], key_id: str | None, value: Value) -> str:
     """The MAC under ``SECRET_KEY`` that a row of ``table`` at ``identity`` stores beside ``value``.
 
     ``table`` is the model's label (``app_label.Model``); ``value`` is the column as stored:
@@ -88,7 +91,7 @@ def row_mac(table: str, identity: Sequence[Any], key_id: str | None, value: byte
 
 
 def row_verifies(
-    table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None, recorded: str | None
+    table: str, identity: Sequence[Any], key_id: str | None, value: Value, recorded: str | None
 ) -> bool:
     """Whether ``recorded`` is this row's MAC under ``SECRET_KEY`` or a fallback (missing: never)."""
     if not recorded:
@@ -98,7 +101,7 @@ def row_verifies(
 
 
 def require_row(
-    table: str, identity: Sequence[Any], key_id: str | None, value: bytes | str | None, recorded: str | None
+    table: str, identity: Sequence[Any], key_id: str | None, value: Value, recorded: str | None
 ) -> None:
     """:class:`ChangedAtRestError` (an ``UnreadableValueError``) unless ``recorded`` verifies; the
     error names the row, not its value."""

@@ -49,14 +49,14 @@ WRITE = Table(
 
 def mac(table: Table, identity: Sequence[Any], key_id: str | None, value: Any) -> str:
     """The MAC a row of ``table`` stores beside ``value`` (the column as stored: sealed or clear)."""
-    return integrity.row_mac(table.label, identity, key_id, _stored(value))
+    return integrity.row_mac(table.label, identity, key_id, value)
 
 
 def verifies(
     table: Table, identity: Sequence[Any], key_id: str | None, value: Any, recorded: str | None
 ) -> bool:
     """Whether ``recorded`` is the MAC of this row of ``table``."""
-    return integrity.row_verifies(table.label, identity, key_id, _stored(value), recorded)
+    return integrity.row_verifies(table.label, identity, key_id, value, recorded)
 
 
 def require(
@@ -71,13 +71,6 @@ def require(
     """:class:`UnreadableCheckpointError` naming the row (``what.format(*parts)``, spelt only on
     failure) unless ``recorded`` is its MAC."""
     try:
-        integrity.require_row(table.label, identity, key_id, _stored(value), recorded)
+        integrity.require_row(table.label, identity, key_id, value, recorded)
     except UnreadableValueError as exc:
         raise UnreadableCheckpointError(f"{what.format(*parts)} cannot be read: {exc}") from exc
-
-
-def _stored(value: Any) -> bytes | str | None:
-    """A binary column as the database hands it back (``memoryview`` on PostgreSQL) as bytes."""
-    if value is None or type(value) is bytes or isinstance(value, str):
-        return value
-    return bytes(value)
