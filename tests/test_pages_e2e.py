@@ -27,11 +27,13 @@ from tests.contrib.langgraph.approvals import config
 from tests.factories import UserFactory
 from tests.pages_support import openai_approval, pydantic_ai_approval
 from tests.pause_helpers import mint
-from tests.test_admin_e2e import CHROMEDRIVER, CHROMIUM, FLAGS
+from tests.test_admin_e2e import browser
 from tests.test_after_answer_faults import ENQUEUE, IMMEDIATE
 from turnstate_app.contrib.langgraph import pause_interrupts
 from turnstate_app.models import Pause
 from turnstate_app.pauses import Continuation, ResumedPause, continue_once, resume_pause, resumed
+
+__all__ = ["browser"]  # the fixture, shared with the admin's browser tests
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -58,24 +60,6 @@ def continue_here(resumed_pause: ResumedPause) -> None:
         CONTINUED.append((continuation.resumed.claims.jti, continuation.resumed.answer))
 
     continue_once(resumed_pause, run)
-
-
-@pytest.fixture
-def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """Debian's Chromium through its own driver, as the admin's browser tests drive it."""
-    monkeypatch.setenv("SE_OFFLINE", "true")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'profile'}")
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.implicitly_wait(5)
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture

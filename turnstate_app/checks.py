@@ -293,13 +293,8 @@ def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
             )
         )
     if ring is not None:
-        try:
-            target = import_string(ring) if isinstance(ring, str) else None
-        except ImportError as exc:
-            target, detail = None, str(exc)
-        else:
-            detail = "not a dotted path" if target is None else "not callable"
-        if target is None or not callable(target):
+        detail = _why_not_callable(ring)
+        if detail is not None:
             messages.append(
                 Error(
                     f"TURNSTATE['ENCRYPTION_KEY_RING'] = {ring!r} is unusable ({detail}).",
@@ -321,6 +316,17 @@ def _check_encryption(raw: dict[str, Any]) -> list[CheckMessage]:
     return messages
 
 
+def _why_not_callable(path: Any) -> str | None:
+    """Why the setting ``path`` names no callable (None: it imports one)."""
+    try:
+        target = import_string(path) if isinstance(path, str) else None
+    except ImportError as exc:
+        return str(exc)
+    if target is None:
+        return "not a dotted path"
+    return None if callable(target) else "not callable"
+
+
 def _check_notify(raw: dict[str, Any]) -> list[CheckMessage]:
     """E023: a NOTIFY that cannot be called. E024: NOTIFY without PAGES_BASE_URL (a mint in a
     worker has no request to take the site's address from). E025: a PAGES_BASE_URL that would
@@ -328,13 +334,8 @@ def _check_notify(raw: dict[str, Any]) -> list[CheckMessage]:
     path, base = raw.get("NOTIFY"), raw.get("PAGES_BASE_URL")
     messages: list[CheckMessage] = []
     if path is not None:
-        try:
-            target = import_string(path) if isinstance(path, str) else None
-        except ImportError as exc:
-            target, detail = None, str(exc)
-        else:
-            detail = "not a dotted path" if target is None else "not callable"
-        if target is None or not callable(target):
+        detail = _why_not_callable(path)
+        if detail is not None:
             messages.append(
                 Error(
                     f"TURNSTATE['NOTIFY'] = {path!r} is unusable ({detail}).",
