@@ -31,7 +31,7 @@ from turnstate_app.pauses import (
     resume_pause,
     thread_turns,
 )
-from turnstate_app.pauses.thread_turns import ThreadTurn, aturn_of, take_turn, turn_of
+from turnstate_app.pauses.thread_turns import ThreadTurn, aturn_of, holding, take_turn, turn_of
 from turnstate_app.ports import InMemoryCheckpointCommandPort, ModelCheckpointCommandPort, get_default_store
 from turnstate_app.turnstate import TurnCheckpointStore
 
@@ -323,3 +323,26 @@ def test_a_holder_beats_only_while_the_turn_row_still_names_it() -> None:
     beats.delete()
     assert not turn.beat()  # taken over: it writes nothing more
     assert not beats.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_holder_writing_its_outcome_after_its_run_is_not_taken_over(turnstate_settings: Any) -> None:
+    """Between the end of the run and the turn given back (the outcome is written then), the last
+    heartbeat stays: a waiter seeing a turn row older than STALLED_AFTER must not take it over."""
+    turnstate_settings["STALLED_AFTER"] = 0.6
+    store = get_default_store()
+    holder = take_turn(store, "thread-o", wait=0)
+    holder.value = json.dumps({"holder": holder.holder, "since": time.time() - 60})  # held for long
+    hold_turn("thread-o", holder.value)
+    beats = CheckpointMetadata.objects.filter(thread_id="thread-o", key__startswith="thread_turn:alive:")
+    with holding(holder):
+        deadline = time.monotonic() + 30
+        while not beats.exists():  # the heartbeat thread has beaten at least once
+            assert time.monotonic() < deadline, "the holder never beat"
+            time.sleep(0.02)
+    waiter = ThreadTurn(store, "thread-o")
+    assert not waiter.try_take()  # the run is over, the turn not yet given back: the holder is alive
+    holder.release()
+    assert not beats.exists()  # given back, its heartbeat goes with it
+    assert waiter.try_take()
+    waiter.release()

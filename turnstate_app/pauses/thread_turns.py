@@ -153,12 +153,6 @@ class ThreadTurn:
             self._heartbeat = _Heartbeat(self)
             self._heartbeat.start()
 
-    def stop_keeping_alive(self) -> None:
-        """Stop beating and delete the heartbeat row. Never raises."""
-        heartbeat, self._heartbeat = self._heartbeat, None
-        if heartbeat is not None:
-            heartbeat.stop()
-
     def beat(self) -> bool:
         """One heartbeat, only while the turn row still names this turn: False once it does not."""
         assert self._blocking is not None
@@ -183,8 +177,14 @@ class ThreadTurn:
             self._releaser.release_metadata_sync(**place, value=beat)
 
     def release(self) -> None:
-        """Give the turn back (only this turn's row is ever deleted). Never raises."""
-        self.stop_keeping_alive()
+        """Give the turn back (only this turn's row is ever deleted), then its heartbeat. Never raises.
+
+        The heartbeat row outlives the turn row: a waiter that read the turn row while the
+        holder was writing its outcome must still see the holder alive, not take the turn over.
+        """
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None:
+            heartbeat.stop()
         if not self.held or not self.enforced:
             return
         self.held = False
@@ -199,6 +199,15 @@ class ThreadTurn:
                 conf.STALLED_AFTER,
                 telemetry.described(exc),
             )
+        if heartbeat is not None and heartbeat.beaten:
+            try:
+                self.forget_heartbeat()
+            except Exception as exc:
+                logger.error(
+                    "thread %s: deleting the turn's heartbeat failed: %s",
+                    self.thread_id,
+                    telemetry.described(exc),
+                )
 
     def busy(self, waited: float) -> ThreadBusyError:
         return ThreadBusyError(
@@ -253,13 +262,16 @@ def holds_turn(thread_id: str) -> bool:
 
 @contextmanager
 def holding(turn: ThreadTurn) -> Iterator[None]:
-    """Mark ``turn``'s thread as held by this context for the block, its heartbeat going."""
+    """Mark ``turn``'s thread as held by this context for the block, its heartbeat going.
+
+    The heartbeat goes on after the block, while the outcome is written, until
+    :meth:`ThreadTurn.release` gives the turn back.
+    """
     token = _HELD.set(_HELD.get() | {turn.thread_id})
     turn.keep_alive()
     try:
         yield
     finally:
-        turn.stop_keeping_alive()
         _HELD.reset(token)
 
 
@@ -321,18 +333,9 @@ class _Heartbeat:
             connections.close_all()  # this thread's own connections only
 
     def stop(self) -> None:
+        """Stop beating; the last beat's row stays for :meth:`ThreadTurn.release` to delete."""
         self.stopped.set()
         self.thread.join(timeout=max(self.interval, 5.0))
-        if not self.beaten:
-            return
-        try:
-            self.turn.forget_heartbeat()
-        except Exception as exc:
-            logger.error(
-                "thread %s: deleting the turn's heartbeat failed: %s",
-                self.turn.thread_id,
-                telemetry.described(exc),
-            )
 
 
 def _waited(turn: ThreadTurn, started: float, *, extend: bool) -> float:
