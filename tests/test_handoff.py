@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Iterator
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import OperationalError, connection
+from django.utils import timezone
 
 from tests.api_support import RESUME, client_for
 from tests.pause_helpers import mint
@@ -355,3 +357,45 @@ def test_redeliver_dry_run_lists_what_it_would_hand_and_hands_nothing(
         call_command("turnstate_redeliver", "--jti=no-such-pause", stdout=StringIO())
     call_command("turnstate_redeliver", f"--jti={second}", stdout=StringIO())
     assert [resumed.claims.jti for resumed in HANDLED] == [second] and awaiting(first)
+
+
+# -- a hand-off that reached a queue whose worker never claimed it -----------------------
+
+
+def backdate_handoff(jti: str, seconds: float) -> None:
+    Pause.objects.filter(jti=jti).update(handed_off_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_pause_handed_off_but_never_claimed_is_handed_again_after_stalled_after(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    """The queue took the task and its worker died before the claim, writing nothing: the pause
+    stays queued, and redelivery hands it again once STALLED_AFTER has passed since the hand-off."""
+    turnstate_settings["RESUME_HANDLER"] = "tests.test_handoff.recording_handler"
+    turnstate_settings["STALLED_AFTER"] = 60
+    minted = mint(1)
+    jti = minted.claims.jti
+    resume_pause(minted.token, {"a": 1})
+    wait_until_handed_off(jti)
+    assert redeliver().delivered == 0  # handed off a moment ago: its worker may still come
+    backdate_handoff(jti, 61)
+    assert [pause.jti for pause in Pause.objects.lost_in_queue(timezone.now())] == [jti]
+    result = redeliver()
+    assert (result.delivered, result.listed) == (1, (jti,))
+    assert [resumed.claims.jti for resumed in HANDLED] == [jti, jti]
+    assert queued(jti)  # handed off anew, stamped now: not handed again before STALLED_AFTER
+    assert redeliver().delivered == 0
+
+
+def test_a_group_waiting_for_its_other_answers_is_not_handed_again(
+    turnstate_settings: dict[str, Any],
+) -> None:
+    turnstate_settings["RESUME_HANDLER"] = "tests.test_handoff.recording_handler"
+    turnstate_settings["STALLED_AFTER"] = 60
+    first = mint(1, group="g-lost", thread_id="thread-lost", tool_call_id="call-1")
+    mint(2, group="g-lost", thread_id="thread-lost", tool_call_id="call-2")
+    resume_pause(first.token, {"a": 1})
+    wait_until_handed_off(first.claims.jti)
+    backdate_handoff(first.claims.jti, 3600)
+    assert not Pause.objects.lost_in_queue(timezone.now()).exists()  # the other answer is still awaited
+    assert redeliver().delivered == 0

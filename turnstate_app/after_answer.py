@@ -79,6 +79,14 @@ def queued_q() -> Q:
     return Q(continuation=State.QUEUED, handed_off_at__isnull=False)
 
 
+def handed_off_unclaimed_q(now: datetime, after: float | None = None) -> Q:
+    """Handed off more than ``STALLED_AFTER`` (``after``) seconds before ``now`` and never claimed:
+    a worker would have claimed it by then, unless the queue lost the task (its worker died
+    before the claim, writing nothing). A group still awaiting answers waits here too, which
+    :meth:`~turnstate_app.managers.PauseQuerySet.lost_in_queue` tells apart."""
+    return Q(continuation=State.QUEUED, handed_off_at__lte=_stall_cutoff(now, after))
+
+
 def _stall_cutoff(now: datetime, after: float | None) -> datetime:
     return now - timedelta(seconds=conf.STALLED_AFTER if after is None else after)
 
@@ -177,6 +185,11 @@ class AfterAnswerQuerySet(models.QuerySet["Pause"]):
     def mark_handed_off(self, jti: str, *, now: datetime) -> bool:
         """Record that RESUME_HANDLER accepted the answer; the first stamp stays."""
         return self.filter(jti=jti, handed_off_at__isnull=True).update(handed_off_at=now) == 1
+
+    def forget_lost_handoff(self, *, now: datetime) -> int:
+        """queued, handed off but never claimed -> awaiting its hand-off again: the queue lost the
+        task, so ``turnstate_redeliver`` hands it anew (and stamps it when that succeeds)."""
+        return self.filter(handed_off_unclaimed_q(now)).update(handed_off_at=None)
 
     def note_handoff_failed(self, jti: str, reason: str) -> int:
         """Why ``RESUME_HANDLER`` did not accept the answer, on a pause still awaiting its

@@ -20,7 +20,13 @@ from django.db.models import Case, Count, Exists, F, OuterRef, Q, Subquery, Valu
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from turnstate_app.after_answer import AfterAnswerQuerySet, answered_values, failed_continuation_q, stalled_q
+from turnstate_app.after_answer import (
+    AfterAnswerQuerySet,
+    answered_values,
+    failed_continuation_q,
+    handed_off_unclaimed_q,
+    stalled_q,
+)
 from turnstate_app.choices import ContinuationState, PauseStatus, RowKind
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.keys import TURN_STATE_KEY_PREFIX
@@ -261,6 +267,14 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
     def settled(self) -> PauseQuerySet:
         """Answered or expired: no token of theirs can be consumed any more."""
         return self.filter(status__in=[PauseStatus.ANSWERED, PauseStatus.EXPIRED])
+
+    def lost_in_queue(self, now: datetime) -> PauseQuerySet:
+        """Handed off, never claimed for longer than ``STALLED_AFTER``, and no answer of their group
+        still awaited: the queue lost the task. ``turnstate_redeliver`` hands these again."""
+        awaited = self.model.objects.filter(
+            effective_status_q(PauseStatus.PENDING, now), group=OuterRef("group")
+        )
+        return self.filter(handed_off_unclaimed_q(now)).exclude(Exists(awaited))
 
     def stranded(self, now: datetime) -> PauseQuerySet:
         """Answerable at ``now``, but their run cannot be continued from here (:func:`stranded_q`)."""

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import NamedTuple
 
-from django.db.models import Q
 from django.utils import timezone
 
 from turnstate_app.after_answer import State, redeliverable_q, same_run_q
@@ -53,11 +52,13 @@ class Redelivery:
 
 def candidates(*, older_than: timedelta = timedelta(0), jti: str | None = None) -> PauseQuerySet:
     """What a redelivery hands again: by itself, answered more than ``older_than`` ago, hand-off
-    never succeeded or failed before running; ``jti`` names one pause, crashed ones included."""
+    never succeeded, failed before running, or lost by the queue; ``jti`` names one pause,
+    crashed ones included."""
+    now = timezone.now()
+    handable = Pause.objects.filter(redeliverable_q()) | Pause.objects.lost_in_queue(now)
     if jti is not None:
-        return Pause.objects.filter(redeliverable_q() | Q(continuation=State.CRASHED), jti=jti)
-    cutoff = timezone.now() - older_than
-    return Pause.objects.filter(redeliverable_q(), answered_at__lte=cutoff).order_by("answered_at", "pk")
+        return (handable | Pause.objects.filter(continuation=State.CRASHED)).filter(jti=jti)
+    return handable.filter(answered_at__lte=now - older_than).order_by("answered_at", "pk")
 
 
 def redeliver(
@@ -89,6 +90,8 @@ def redeliver(
             continue
         if pause.continuation != State.QUEUED:  # failed or crashed: queued again first
             Pause.objects.filter(same_run_q(pause)).requeue(now=timezone.now())
+        elif pause.handed_off_at is not None and not lost_handoff_forgotten(pause):
+            continue  # a worker claimed it since it was listed: it is not lost
         outcomes[hand_off(resumed)] += 1
     return Redelivery(
         delivered=outcomes[HandOff.DELIVERED],
@@ -98,6 +101,12 @@ def redeliver(
         unreadable=tuple(unreadable),
         listed=tuple(listed_jtis),
     )
+
+
+def lost_handoff_forgotten(pause: Pause) -> bool:
+    """A pause the queue lost goes back to awaiting its hand-off, stamped anew once handed:
+    False when a worker claimed it after all."""
+    return Pause.objects.filter(pk=pause.pk).forget_lost_handoff(now=timezone.now()) == 1
 
 
 def rebuilt(pause: Pause, store: TurnCheckpointStore) -> ResumedPause | None:

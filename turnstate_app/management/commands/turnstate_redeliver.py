@@ -25,8 +25,10 @@ class Command(TurnstateCommand):
     help = cast(
         str,
         _(
-            "Call RESUME_HANDLER again for answered pauses it never accepted, or whose continuation "
-            "failed before running anything (at-least-once). A refused continuation is never handed again."
+            "Call RESUME_HANDLER again for answered pauses it never accepted, whose continuation "
+            "failed before running anything, or that no worker claimed within STALLED_AFTER of their "
+            "hand-off (a queue that lost the task): at-least-once. A refused continuation is never "
+            "handed again."
         ),
     )
 
