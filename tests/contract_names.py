@@ -545,9 +545,6 @@ PAGES_INCLUDE = 'path("answers/", include("turnstate_app.pages.urls"))'
 
 # Parts of the contract this release does not provide; their checks are expected to fail.
 NOT_PROVIDED: dict[str, str] = {
-    "turnstate_app.contrib.google_adk": "the Google ADK integration is not provided yet",
-    "google-adk": "the Google ADK integration is not provided yet",
-    "google.adk": "the Google ADK integration is not provided yet",
     "openai_agents.override_args": (
         "the OpenAI Agents bridge refuses override_args: "
         "the SDK refuses a run state whose arguments were edited"

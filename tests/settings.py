@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "turnstate_app.contrib.langgraph",
     "turnstate_app.contrib.pydantic_ai",
     "turnstate_app.contrib.openai_agents",
+    "turnstate_app.contrib.google_adk",
     # turnstate_app.tasks on django-tasks-db's worker (tests/contrib/test_continue_pause.py); the
     # tasks API is Django 6's own, or the django-tasks backport on 5.2.
     *(["django_tasks"] if find_spec("django.tasks") is None and find_spec("django_tasks") else []),

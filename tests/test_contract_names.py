@@ -697,7 +697,6 @@ def test_openai_agents_approvals_take_the_contracts_shape() -> None:
     approvals_accepted(ANSWER_SCHEMA)
 
 
-@pytest.mark.xfail(strict=True, reason=contract.NOT_PROVIDED["turnstate_app.contrib.google_adk"])
 def test_google_adks_confirmations_take_the_contracts_shape() -> None:
     confirmations = importlib.import_module("turnstate_app.contrib.google_adk.confirmations")
     payload, request = contract.CONFIRMATION_KEYS

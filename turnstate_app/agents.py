@@ -15,10 +15,11 @@ from turnstate_app.conf import conf
 from turnstate_app.errors import InteractionConfigurationError
 
 FRAMEWORKS = {
-    # root package of the object's class -> (contrib app, extra)
+    # the framework (the root package of the object's class, or "google.adk") -> (contrib app, extra)
     "langgraph": ("turnstate_app.contrib.langgraph", "langgraph"),
     "pydantic_ai": ("turnstate_app.contrib.pydantic_ai", "pydantic-ai"),
     "agents": ("turnstate_app.contrib.openai_agents", "openai-agents"),  # the OpenAI Agents SDK
+    "google.adk": ("turnstate_app.contrib.google_adk", "google-adk"),  # Google's Agent Development Kit
 }
 
 
@@ -46,10 +47,18 @@ SDK_AGENT_MODULE = "agents.agent"
 package, so for that root only the SDK's ``Agent`` (or a subclass) counts."""
 
 
+ADK_TYPES = frozenset({("google.adk.apps.app", "App"), ("google.adk.agents.base_agent", "BaseAgent")})
+"""Where Google ADK defines ``App`` and the base of its agents: "google" is the root of many
+packages, so for ADK only these classes (or subclasses) count, found without importing ADK."""
+
+
 def framework_of(target: Any) -> str | None:
-    """The root package ("langgraph", "pydantic_ai", "agents") of the class (or a base) of ``target``."""
+    """The framework ("langgraph", "pydantic_ai", "agents", "google.adk") of the class (or a base)
+    of ``target``."""
     for klass in type(target).__mro__:
         module = klass.__module__
+        if (module, klass.__qualname__) in ADK_TYPES:
+            return "google.adk"
         root = module.partition(".")[0]
         if root in FRAMEWORKS and (root != "agents" or module == SDK_AGENT_MODULE):
             return root
@@ -79,8 +88,8 @@ def agent_for(name: str) -> tuple[Any, str]:
             ) from exc
         raise InteractionConfigurationError(
             f"{exc}; is its framework installed (pip install 'turnstate-app[langgraph]', "
-            "'turnstate-app[pydantic-ai]' or 'turnstate-app[openai-agents]')? Nothing was claimed, "
-            "and the pause is tried again"
+            "'turnstate-app[pydantic-ai]', 'turnstate-app[openai-agents]' or 'turnstate-app[google-adk]')? "
+            "Nothing was claimed, and the pause is tried again"
         ) from exc
     if name_of(target) != name:
         raise InteractionConfigurationError(
@@ -90,7 +99,7 @@ def agent_for(name: str) -> tuple[Any, str]:
     if framework is None:
         raise InteractionConfigurationError(
             f"AGENTS[{name!r}] is a {type(target).__name__}, not a compiled LangGraph graph, "
-            "a PydanticAI agent or an OpenAI Agents SDK agent"
+            "a PydanticAI agent, an OpenAI Agents SDK agent or a Google ADK App or agent"
         )
     contrib, _extra = FRAMEWORKS[framework]
     if not apps.is_installed(contrib):

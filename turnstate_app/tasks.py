@@ -1,7 +1,7 @@
 """``continue_pause``: the task that continues an answered pause with the graph or agent it names.
 
 Enqueued by :func:`turnstate_app.handoff.enqueue_continuation` with the pause's jti alone.
-The pause recorded its graph's or agent's name (``graph.name`` / ``agent.name``);
+The pause recorded its graph's, agent's or ADK app's name (``graph.name`` / ``agent.name`` / ``app.name``);
 ``TURNSTATE["AGENTS"]`` maps that name to the object, and the object's framework picks the
 contrib that continues it, imported here and only now. The contribs continue a run at most
 once across processes, so a redelivered task runs nothing again.
@@ -38,6 +38,7 @@ from turnstate_app.tasks_api import task
 logger = logging.getLogger(__name__)
 
 LANGGRAPH = "turnstate_app.contrib.langgraph"
+GOOGLE_ADK = "turnstate_app.contrib.google_adk"
 OPENAI_AGENTS = "turnstate_app.contrib.openai_agents"
 PYDANTIC_AI_GROUP_PREFIX = "pydantic-ai:"  # as turnstate_app.contrib.pydantic_ai names its groups
 
@@ -76,6 +77,11 @@ def continue_with(target: Any, contrib: str, answered: ResumedPause) -> Continue
         from turnstate_app.contrib.openai_agents import continue_run
 
         return continue_run(target, answered)
+    if contrib == GOOGLE_ADK:
+        from turnstate_app.contrib.google_adk import continue_invocation
+        from turnstate_app.contrib.google_adk.runners import runner_of
+
+        return continue_invocation(runner_of(target), answered)
     from turnstate_app.contrib.pydantic_ai import DjangoConversationStore, continue_agent
 
     return continue_agent(target, answered, store=DjangoConversationStore())
