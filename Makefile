@@ -12,13 +12,14 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents dist soak soak-workers redis mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents demo-google-adk dist soak soak-workers redis mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
 	@echo "make demo-langgraph a LangGraph graph paused, answered over HTTP, continued by a worker"
 	@echo "make demo-pydantic-ai  a PydanticAI run's question and approval, answered over HTTP, continued once"
 	@echo "make demo-openai-agents  an OpenAI Agents SDK run's two approvals, answered over HTTP, continued once"
+	@echo "make demo-google-adk  a Google ADK invocation's two confirmations (one with a payload), answered over HTTP, continued once"
 	@echo "make test          the suite on SQLite and on PostgreSQL, both at once"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-sqlite-memory  the LangGraph bridge tests on Django's in-memory test database, 20 times"
@@ -36,7 +37,7 @@ help:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,encryption,langgraph,langgraph-agents,pydantic-ai,openai-agents,rq]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,encryption,langgraph,langgraph-agents,pydantic-ai,openai-agents,google-adk,rq]' 'django-tasks-db[compat]' 'Django>=5.2,<6'
 	@touch $@
 
 install: $(VENV)/.installed | gettext
@@ -83,7 +84,7 @@ VENV_PSYCOPG2 := .venv-psycopg2
 $(VENV_PSYCOPG2)/.installed: pyproject.toml
 	@test -x $(VENV_PSYCOPG2)/bin/python || $(PYTHON) -m venv $(VENV_PSYCOPG2)
 	$(VENV_PSYCOPG2)/bin/python -m pip install -q --upgrade pip
-	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents,rq]' \
+	$(VENV_PSYCOPG2)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents,google-adk,rq]' \
 		'django-tasks-db[compat]' 'Django>=5.2,<6' psycopg2-binary
 	$(VENV_PSYCOPG2)/bin/python -m pip uninstall -y -q psycopg psycopg-binary psycopg-pool \
 		opentelemetry-instrumentation-psycopg
@@ -96,7 +97,7 @@ mariadb-headers:
 	@dpkg -s libmariadb-dev pkg-config >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q libmariadb-dev pkg-config; }
 
 $(VENV)/.installed-mysql: $(VENV)/.installed | mariadb-headers
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents,mysql]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,langgraph-agents,pydantic-ai,openai-agents,google-adk,mysql]'
 	@touch $@
 
 test-mariadb: $(VENV)/.installed-mysql
@@ -106,7 +107,7 @@ $(VENV6)/.installed: pyproject.toml
 	@test -n "$(PYTHON_DJANGO6)" || { echo "Django 6 needs Python >= 3.12; none found (set PYTHON_DJANGO6)"; exit 1; }
 	@test -x $(VENV6)/bin/python || $(PYTHON_DJANGO6) -m venv $(VENV6)
 	$(VENV6)/bin/python -m pip install -q --upgrade pip
-	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents,rq]' 'Django>=6,<7'
+	$(VENV6)/bin/python -m pip install -q -e '.[test,demo,langgraph,langgraph-agents,pydantic-ai,openai-agents,google-adk,rq]' 'Django>=6,<7'
 	@touch $@
 
 test-django6: test-django6-sqlite test-django6-postgres
@@ -130,7 +131,7 @@ browser:
 	@dpkg -s chromium chromium-driver >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
 
 $(VENV)/.installed-e2e: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,openai-agents,e2e]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,langgraph,pydantic-ai,openai-agents,google-adk,e2e]'
 	@touch $@
 
 # The site first (make docs, strictly): tests/test_docs_e2e.py reads it, and in CI (CI=true) a
@@ -161,11 +162,14 @@ demo-pydantic-ai: install
 demo-openai-agents: install
 	$(VENV)/bin/python example_project/demo_openai_agents.py --database-url "$(DATABASE_URL)"
 
+demo-google-adk: install
+	$(VENV)/bin/python example_project/demo_google_adk.py --database-url "$(DATABASE_URL)"
+
 # Each PostgreSQL benchmark uses a database of its own on $(PG_URL)'s server (created when missing).
 BENCH_PG ?= $(dir $(PG_URL))
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai,openai-agents,bench]' 'Django>=5.2,<6'
+	$(VENV)/bin/python -m pip install -q -e '.[test,demo,langgraph,pydantic-ai,openai-agents,google-adk,bench]' 'Django>=5.2,<6'
 	@touch $@
 
 bench: $(VENV)/.installed-bench

@@ -1,12 +1,12 @@
-"""The README's four quickstarts, run as written in a fresh ``django-admin startproject``.
+"""The README's five quickstarts, run as written in a fresh ``django-admin startproject``.
 
 Each run copies the README's install section and one quickstart into an empty directory: every
 ``sh`` block runs, in order, in one bash script; a ``python`` block whose first line names a file
 creates it (or, for ``...: add at the end``, appends to it). Two things differ from a reader's
 terminal: ``git clone`` and ``pip install`` lines are skipped (this interpreter's packages and this
 checkout stand in for them), and the server's port 8000 becomes a free one. The server started
-with ``&`` is stopped with the script's process group. The four run side by side, each in its
-own directory on its own SQLite file, and a fifth follows all four, one after the other, in one
+with ``&`` is stopped with the script's process group. The five run side by side, each in its
+own directory on its own SQLite file, and a sixth follows all five, one after the other, in one
 project: a reader who tries more than one keeps every agent they added. What each quickstart
 prints is compared, line by line, with the output its ``text`` block shows.
 """
@@ -40,10 +40,11 @@ QUICKSTARTS = (
     "quickstart-langgraph",
     "quickstart-pydantic-ai",
     "quickstart-openai-agents",
+    "quickstart-google-adk",
 )
 ALL = "all-in-one-project"
 AGAIN = ("quickstart-langgraph", "quickstart-pydantic-ai")
-"""Run again in that project once all four were followed: the earlier agents must still continue."""
+"""Run again in that project once all five were followed: the earlier agents must still continue."""
 SECTION_START = "=== section {} ==="  # echoed between sections: where each one's output begins
 
 
@@ -169,7 +170,7 @@ def test_the_quickstart_runs_as_written_in_a_fresh_project(name: str, runs: dict
     assert_prints_what_the_readme_shows(name, runs[name].printed_by(name))
 
 
-def test_all_four_quickstarts_in_one_project_continue_each_agent(runs: dict[str, Run]) -> None:
+def test_all_five_quickstarts_in_one_project_continue_each_agent(runs: dict[str, Run]) -> None:
     """Each quickstart adds to one ``TURNSTATE``: once the last is followed, a new run of an earlier
     one's graph or agent is still continued by the worker, and so are the plain pauses."""
     output = runs[ALL].output()

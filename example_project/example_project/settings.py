@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     *(["turnstate_app.contrib.pydantic_ai"] if find_spec("pydantic_ai") else []),
     # The OpenAI Agents SDK demo (make demo-openai-agents), where the extra `openai-agents` is installed.
     *(["turnstate_app.contrib.openai_agents"] if find_spec("agents") else []),
+    # The Google ADK demo (make demo-google-adk), where the extra `google-adk` is installed.
+    *(["turnstate_app.contrib.google_adk"] if find_spec("google") and find_spec("google.adk") else []),
     "demo_agents",
 ]
 
@@ -138,6 +140,11 @@ TURNSTATE = {
         **(
             {"payments": "demo_agents.payments.agent"} if find_spec("agents") else {}
         ),  # make demo-openai-agents
+        **(
+            {"adk_payments": "demo_agents.adk_payments.app"}
+            if find_spec("google") and find_spec("google.adk")
+            else {}
+        ),  # make demo-google-adk
     },
 }
 
