@@ -185,6 +185,8 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
 	$(VENV)/bin/python bench/openai_agents.py --database sqlite
 	$(VENV)/bin/python bench/openai_agents.py --database $(BENCH_PG)turnstate_bench_oai
+	$(VENV)/bin/python bench/google_adk_sessions.py --database sqlite
+	$(VENV)/bin/python bench/google_adk_sessions.py --database $(BENCH_PG)turnstate_bench_adk
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
 
 # Not gating: 8 processes minting and answering over HTTP against PostgreSQL (bench/soak.py).
