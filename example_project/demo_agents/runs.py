@@ -15,12 +15,14 @@ from turnstate_app.models import ContinuationState, Pause
 def shown(run: AgentRun) -> dict[str, Any]:
     if stored_payment_run(run.run_id):
         return payment_run(run)
+    # Read before the conversation: the worker saves the conversation, then marks the pause
+    # continued, so a run read as continued shows its last messages.
+    continued = Pause.objects.filter(run_id=run.run_id, continuation=ContinuationState.CONTINUED).exists()
     conversation = saved_conversation(run.thread_id)
     if conversation is None:  # the scripted agent keeps its transcript on the run
         return {"status": run.status, "transcript": run.transcript, "continued_by_pid": run.continued_by_pid}
     from demo_agents.booking import transcript
 
-    continued = Pause.objects.filter(run_id=run.run_id, continuation=ContinuationState.CONTINUED).exists()
     booked_by = Booking.objects.filter(run_id=run.run_id).values_list("booked_by_pid", flat=True).first()
     return {
         "status": "continued" if continued else "paused",
