@@ -10,6 +10,7 @@ the targets are met. Figures and their reading: ``bench/OPS.md``. Run it from th
 
     .venv/bin/python bench/ops.py                        # 10k, 1M and 5M store rows, then the purge
     .venv/bin/python bench/ops.py --sizes 10000 100000 --no-purge
+    .venv/bin/python bench/ops.py --purge-only           # the purge of 1M rows alone
 
 It drops and recreates its own database (``turnstate_bench_ops`` by default), never another.
 """
@@ -392,13 +393,22 @@ def main() -> None:
     )
     parser.add_argument("--no-purge", action="store_true", help="skip the purge")
     parser.add_argument(
+        "--purge-only",
+        action="store_true",
+        help="only the purge (no sizes); writes ops-purge-postgresql.json unless --output is given",
+    )
+    parser.add_argument(
         "--purge-rows", type=int, default=1_000_000, help="store rows to purge (default: %(default)s)"
     )
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--deep-pages", action="store_true", help="also time later admin pages and searches")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--output", default="ops-postgresql.json", help="file name under bench/results/")
+    parser.add_argument("--output", default=None, help="file name under bench/results/")
     args = parser.parse_args()
+    if args.purge_only:
+        args.sizes, args.no_purge = [], False
+    if args.output is None:
+        args.output = "ops-purge-postgresql.json" if args.purge_only else "ops-postgresql.json"
     run_started = time.perf_counter()
     setup_django(args.database)
     from django.db import connection
@@ -460,7 +470,9 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
+        load = round(os.getloadavg()[0], 2)
         report["purge"] = shape | measure_purge(args.database, args.batch_size)
+        report["purge"] |= {"load_before": load, "load_after": round(os.getloadavg()[0], 2)}
         print(json.dumps(report["purge"]), flush=True)
     report["run_seconds"] = round(time.perf_counter() - run_started)
     print_table(report)
@@ -490,8 +502,20 @@ def print_table(report: dict[str, Any]) -> None:
     """Per operation: median ms, ratio to the first size, statements; per figure: what it counted
     (``+``: stopped at the cap), median ms and ratio."""
     sizes = list(report["sizes"])
-    if not sizes:
-        return
+    if sizes:
+        print_sizes(report, sizes)
+    purge = report["purge"]
+    if purge:
+        print(
+            f"\npurge: {purge['rows_deleted']} rows + {purge['pauses_deleted']} pauses "
+            f"in {purge['seconds']} s: "
+            f"{purge['rows_per_s']} rows/s (target >= {PURGE_TARGET_ROWS_PER_S:.0f}), "
+            f"peak RSS {purge['peak_rss_mb']} MB (target < {RSS_TARGET_MB:.0f}), "
+            f"load {purge['load_before']} -> {purge['load_after']}"
+        )
+
+
+def print_sizes(report: dict[str, Any], sizes: list[str]) -> None:
     first, width, base = report["sizes"][sizes[0]], 26, f"x{label(sizes[0])}"
     print(f"\n{'store rows':<24}" + "".join(f"{label(s) + ' rows':>{width}}" for s in sizes))
     print(f"{'pauses':<24}" + "".join(f"{report['sizes'][s]['shape']['pauses']:>{width}}" for s in sizes))
@@ -521,14 +545,6 @@ def print_table(report: dict[str, Any]) -> None:
         if deep:
             medians = {k: v["median_ms"] for k, v in deep.items()}
             print(f"{label(s)}: deeper pages and searches (median ms): {medians}")
-    purge = report["purge"]
-    if purge:
-        print(
-            f"\npurge: {purge['rows_deleted']} rows + {purge['pauses_deleted']} pauses "
-            f"in {purge['seconds']} s: "
-            f"{purge['rows_per_s']} rows/s (target >= {PURGE_TARGET_ROWS_PER_S:.0f}), "
-            f"peak RSS {purge['peak_rss_mb']} MB (target < {RSS_TARGET_MB:.0f})"
-        )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from langgraph.types import Command
 
 from tests.contrib.langgraph.graphs import config, transcript_graph
@@ -16,6 +18,7 @@ from tests.pause_helpers import age, answered, mint
 from turnstate_app.contrib.langgraph import DjangoCheckpointSaver
 from turnstate_app.contrib.langgraph.maintenance import stored_bytes
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
+from turnstate_app.contrib.langgraph.retention import purge_orphaned_checkpoints
 from turnstate_app.models import Pause
 from turnstate_app.retention import erase_thread
 
@@ -70,6 +73,16 @@ def test_age_purge_removes_checkpoints_of_threads_left_without_pauses() -> None:
     assert saver_rows("thread-2") > 0  # its pending pause must stay continuable
     assert Pause.objects.filter(jti=still_pending.claims.jti).exists()
     assert saver_rows("thread-9") > 0  # never paused: not the ledger's to purge
+
+
+def test_a_purge_batch_of_threads_without_checkpoints_asks_only_the_savers_table() -> None:
+    """Most purged threads were never the saver's: one question to its own table, none to the ledger."""
+    threads = [f"thread-{n}" for n in range(50)]
+    with CaptureQueriesContext(connection) as queries:
+        purge_orphaned_checkpoints(sender=Pause, thread_ids=threads, using="default")
+    assert len(queries.captured_queries) == 1, [q["sql"] for q in queries.captured_queries]
+    assert Checkpoint._meta.db_table in queries.captured_queries[0]["sql"]
+    assert Pause._meta.db_table not in queries.captured_queries[0]["sql"]
 
 
 def test_deleting_a_user_removes_the_checkpoints_of_their_threads() -> None:

@@ -7,11 +7,15 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.contrib.pydantic_ai.conversations import conversation, sync, texts, turn
 from tests.pause_helpers import age, answered, mint
 from turnstate_app.contrib.pydantic_ai import DjangoConversationStore
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
+from turnstate_app.contrib.pydantic_ai.retention import purge_orphaned_conversations
+from turnstate_app.models import Pause
 from turnstate_app.retention import erase_thread
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +128,13 @@ def test_delete_removes_the_entries_unless_a_fork_still_reaches_them() -> None:
     assert StoredEntry.objects.filter(conversation_id="shared").count() == 4
     fork = sync(store.load, "shared-fork")
     assert fork is not None and texts(fork.messages) == ["q-one", "a-one"]
+
+
+def test_a_purge_batch_of_threads_without_conversations_asks_only_the_stores_table() -> None:
+    """Most purged threads were never the store's: one question to its own table, none to the ledger."""
+    threads = [f"thread-{n}" for n in range(50)]
+    with CaptureQueriesContext(connection) as queries:
+        purge_orphaned_conversations(sender=Pause, thread_ids=threads, using="default")
+    assert len(queries.captured_queries) == 1, [q["sql"] for q in queries.captured_queries]
+    assert StoredConversation._meta.db_table in queries.captured_queries[0]["sql"]
+    assert Pause._meta.db_table not in queries.captured_queries[0]["sql"]
