@@ -8,7 +8,7 @@ number of queries whatever the page holds.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
@@ -48,11 +48,6 @@ from turnstate_app.models import (
 )
 
 __all__ = ["VALUE_PREVIEW_CHARS"]
-
-if TYPE_CHECKING:
-    ModelAdmin = admin.ModelAdmin[Any]
-else:  # not subscriptable at run time
-    ModelAdmin = admin.ModelAdmin
 
 
 class AgeFilter(admin.SimpleListFilter):
@@ -287,15 +282,12 @@ class WithoutValues(KeysetChangeList):
         return super().get_queryset(request, exclude_parameters).defer("value")
 
 
-class ReadOnlyAdmin(ModelAdmin):
-    """View permission is enough to look; no one may add, change or delete."""
+class ReadOnlyAdmin(admin_display.ReadOnlyModelAdmin):
+    """The ledger's and the store's pages: keyset paged, no actions, help texts escaped."""
 
     actions = None
     show_full_result_count = False
     list_per_page = 100
-
-    class Media:
-        css = {"all": ("turnstate_app/admin.css",)}
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return GuardedChangeList
@@ -305,15 +297,6 @@ class ReadOnlyAdmin(ModelAdmin):
         texts = {field.name: escape(field.help_text) for field in self.model._meta.fields if field.help_text}
         form: type[ModelForm[Any]] = super().get_form(request, obj, change, help_texts=texts, **kwargs)
         return form
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 def sealed_value_block(row: CheckpointMetadata) -> str:

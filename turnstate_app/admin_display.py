@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.contrib import admin
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -143,3 +145,20 @@ def pause_links(row: CheckpointMetadata) -> SafeString:
     if not pauses:
         return format_html("{}", _("— (no ledger pause owns this row)"))
     return format_html_join(", ", "{}", ((pause_link(pause),) for pause in pauses))
+
+
+class ReadOnlyModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Rows the app and its integrations write through their own code only: view permission is
+    enough to look; no one may add, change or delete one here."""
+
+    class Media:
+        css = {"all": ("turnstate_app/admin.css",)}
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -8,34 +8,18 @@ shows the value decrypted once its MAC verifies, or "(unreadable: ...)" saying w
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from turnstate_app.admin_display import json_block
+from turnstate_app.admin_display import ReadOnlyModelAdmin, json_block
 from turnstate_app.contrib.google_adk.codec import EVENT, SESSION, plain_text
 from turnstate_app.contrib.google_adk.models import StoredEvent, StoredSession
 from turnstate_app.errors import UnreadableValueError
 
 
-class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
-    class Media:
-        css = {"all": ("turnstate_app/admin.css",)}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(StoredSession)
-class StoredSessionAdmin(ReadOnly):
+class StoredSessionAdmin(ReadOnlyModelAdmin):
     list_display = ("session_id", "app_name", "user_id", "event_count", "updated_at")
     search_fields = ("session_id", "app_name", "user_id")
     list_filter = ("app_name", "updated_at")
@@ -77,7 +61,7 @@ class StoredSessionAdmin(ReadOnly):
 
 
 @admin.register(StoredEvent)
-class StoredEventAdmin(ReadOnly):
+class StoredEventAdmin(ReadOnlyModelAdmin):
     list_display = ("event_id", "session", "invocation_id", "timestamp")
     list_select_related = ("session",)
     search_fields = ("event_id", "invocation_id", "session__session_id")

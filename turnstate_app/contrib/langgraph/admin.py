@@ -20,26 +20,14 @@ from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from turnstate_app.admin_display import json_block
+from turnstate_app.admin_display import ReadOnlyModelAdmin, json_block
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.models import Checkpoint, LangGraphThread
 from turnstate_app.contrib.langgraph.rows import config_of
 from turnstate_app.contrib.langgraph.saver import DjangoCheckpointSaver
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    class Media:
-        css = {"all": ("turnstate_app/admin.css",)}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
+class ReadOnlyAdmin(ReadOnlyModelAdmin):
     def pauses_link(self, label: str, **where: str) -> SafeString:
         """The ledger's change list filtered to ``where`` (fields of the pause, exactly)."""
         url = reverse(f"{self.admin_site.name}:turnstate_app_pause_changelist") + "?" + urlencode(where)

@@ -9,15 +9,13 @@ indented in a block of bounded height (``turnstate_app/admin.css``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Length
 from django.http import HttpRequest
 from django.utils import timezone
 
-from turnstate_app.admin_display import json_block
+from turnstate_app.admin_display import ReadOnlyModelAdmin, json_block
 from turnstate_app.choices import PauseStatus
 from turnstate_app.contrib.openai_agents.codec import item_text, state_text
 from turnstate_app.contrib.openai_agents.models import StoredRunState, StoredSessionItem
@@ -25,22 +23,8 @@ from turnstate_app.errors import UnreadableValueError
 from turnstate_app.models import Pause
 
 
-class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
-    class Media:
-        css = {"all": ("turnstate_app/admin.css",)}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(StoredRunState)
-class StoredRunStateAdmin(ReadOnly):
+class StoredRunStateAdmin(ReadOnlyModelAdmin):
     list_display = (
         "run_id",
         "thread_id",
@@ -107,7 +91,7 @@ class StoredRunStateAdmin(ReadOnly):
 
 
 @admin.register(StoredSessionItem)
-class StoredSessionItemAdmin(ReadOnly):
+class StoredSessionItemAdmin(ReadOnlyModelAdmin):
     list_display = ("session_id", "id", "created_at")
     search_fields = ("session_id",)
     list_filter = ("created_at",)

@@ -9,7 +9,6 @@ in a block of bounded height (``turnstate_app/admin.css``).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.contrib import admin
 from django.db import router
@@ -20,7 +19,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from turnstate_app.admin_display import json_block
+from turnstate_app.admin_display import ReadOnlyModelAdmin, json_block
 from turnstate_app.choices import PauseStatus
 from turnstate_app.contrib.pydantic_ai import history
 from turnstate_app.contrib.pydantic_ai.codec import stored_requests
@@ -30,7 +29,7 @@ from turnstate_app.models import Pause
 
 
 @admin.register(StoredConversation)
-class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class StoredConversationAdmin(ReadOnlyModelAdmin):
     list_display = (
         "conversation_id",
         "scope",
@@ -59,18 +58,6 @@ class StoredConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "transcript",
     )
     readonly_fields = fields
-
-    class Media:
-        css = {"all": ("turnstate_app/admin.css",)}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[StoredConversation]:
         pending = (
