@@ -304,6 +304,9 @@ class Pause(models.Model):
         verbose_name_plural = _("pauses")
         indexes = [
             models.Index(fields=["status", "created_at"], name="turnstate_pause_status_idx"),
+            # The order of every list of pauses (REST's cursor pages, staff's whole ledger): a page,
+            # first or deep, reads its rows in order, never the whole ledger sorted.
+            models.Index(fields=["created_at", "id"], name="turnstate_pause_created_idx"),
             # Pending and answerable (or past their age): the pending figure, the oldest pending
             # one and the unresumable ones read this range, not every pending row ever kept.
             models.Index(fields=["status", "expires_at"], name="turnstate_pause_expiry_idx"),
