@@ -8,10 +8,15 @@ refused — ``ran=False``, the pause ``refused`` with a reason, nothing paid —
 patches its check out and shows that the edited state then *is* run (9999 paid), so it can
 fail. Honest runs, parallel interrupts on a moving head, ``copy_thread`` and the migration
 that keys the rows written before still work.
+
+Two more need no key at all: deleting the pending write of a node that finished beside the
+question (it would pay again on resume), and moving the checkpoint's ``step`` in its metadata
+(LangGraph's task ids are made from it). Both are refused; patched out, both pay twice.
 """
 
 from __future__ import annotations
 
+import json
 import operator
 import uuid
 from collections.abc import Iterator
@@ -400,6 +405,7 @@ def test_a_thread_set_back_charges_again_when_the_start_state_checks_are_patched
     patched out as well as the lineage's, the rollback pays twice."""
     monkeypatch.setattr(bridge._Head, "require_bound", lambda self, members: None)
     monkeypatch.setattr(bridge, "_shown_now", lambda snapshot, claims: None)
+    monkeypatch.setattr(bridge, "deleted_writes", lambda *args: None)  # the set-back head's task has none
     monkeypatch.setattr(continuing, "shown_verifies", lambda *args: True)
     monkeypatch.setattr(bridge, "_require_pending", lambda *args: None)
     monkeypatch.setattr(strict, "strict_resume_key", lambda: None)
@@ -519,6 +525,12 @@ def test_a_mac_made_under_a_key_now_in_the_fallbacks_still_verifies() -> None:
 APP = "turnstate_langgraph"
 
 
+def latest() -> None:
+    """Every migration of the saver's app applied again."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes(APP))
+
+
 def test_0005_keys_the_rows_written_before_so_they_stay_readable(turnstate_settings: dict[str, Any]) -> None:
     """Rows written clear and sealed, their MAC column dropped and added again by the migration."""
     clear_graph, clear_thread, _, clear_answer = paused()
@@ -529,10 +541,254 @@ def test_0005_keys_the_rows_written_before_so_they_stay_readable(turnstate_setti
     try:
         executor.migrate([(APP, "0004_encryption_key_id")])
     finally:
-        MigrationExecutor(connection).migrate([(APP, "0005_value_mac")])
+        latest()
     assert not Checkpoint.objects.filter(value_mac__isnull=True).exists()
     assert not CheckpointWrite.objects.filter(value_mac__isnull=True).exists()
 
     assert continue_graph(clear_graph, clear_answer).ran
     assert continue_graph(sealed_graph, sealed_answer).ran
     assert paid(clear_thread) == [ASKED] and paid(sealed_thread) == [ASKED]
+
+
+# -- (g) a finished node's pending write deleted: the node would run again ----------------------------
+
+
+def _pay_now(state: PaymentState, config: RunnableConfig) -> dict[str, Any]:
+    PAID.append((config["configurable"]["thread_id"], state["amount"]))
+    return {"log": [f"paid {state['amount']}"]}
+
+
+def _ship(state: PaymentState) -> dict[str, Any]:
+    return {"log": [f"shipping {interrupt('Ship it?')}"]}
+
+
+def pay_beside_a_question(saver: DjangoCheckpointSaver) -> Any:
+    """``pay`` and ``ship`` in one superstep: ``pay`` pays and finishes, ``ship`` asks. ``pay``'s
+    output waits as a pending write of the interrupt's checkpoint."""
+    builder = StateGraph(PaymentState)
+    builder.add_node("pay", _pay_now)
+    builder.add_node("ship", _ship)
+    builder.add_edge(START, "pay")
+    builder.add_edge(START, "ship")
+    builder.add_edge(["pay", "ship"], END)
+    return builder.compile(checkpointer=saver, name="pay-beside-a-question")
+
+
+def delete_outputs(thread: str, checkpoint_id: str, *, only_one: bool = False) -> int:
+    """The output writes (not LangGraph's control writes) pending at ``checkpoint_id``, deleted with
+    the ORM: no key is needed for that."""
+    outputs = CheckpointWrite.objects.filter(thread_id=thread, checkpoint_id=checkpoint_id).exclude(
+        channel__startswith="__"
+    )
+    if only_one:
+        outputs = outputs.filter(pk=outputs.order_by("pk").values("pk")[:1])
+    deleted, _ = outputs.delete()
+    assert deleted >= 1
+    return deleted
+
+
+def start_checks_patched_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pending writes bound to a pause, and the check of a node that would run again, patched
+    out (what a pause binds is then its question alone, at mint and at continuation alike)."""
+    monkeypatch.setattr(bridge, "deleted_writes", lambda *args: None)
+    monkeypatch.setattr(bridge, "shown_with_start", lambda question, writes: question)
+
+
+def test_a_deleted_pending_write_of_a_finished_node_is_refused_and_it_does_not_pay_again() -> None:
+    graph, thread, minted, answered = paused(pay_beside_a_question(DjangoCheckpointSaver()))
+    assert paid(thread) == [ASKED]
+    checkpoint = minted.claims.checkpoint_id
+    delete_outputs(thread, checkpoint)
+
+    result = continue_graph(graph, answered)
+
+    assert_refused_after_charge(result, thread, minted.claims.jti)
+    assert f"the pending writes of checkpoint {checkpoint} were deleted" in str(result.reason)
+    assert "'pay'" in str(result.reason) and "would run again" in str(result.reason)
+
+
+def test_a_deleted_pending_write_pays_twice_when_the_check_is_patched_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    start_checks_patched_out(monkeypatch)
+    graph, thread, minted, answered = paused(pay_beside_a_question(DjangoCheckpointSaver()))
+    delete_outputs(thread, minted.claims.checkpoint_id)
+
+    result = continue_graph(graph, answered)
+
+    assert result.ran and paid(thread) == [ASKED, ASKED]
+
+
+async def test_the_async_twin_refuses_a_deleted_pending_write_too() -> None:
+    from asgiref.sync import sync_to_async
+
+    graph = pay_beside_a_question(DjangoCheckpointSaver())
+    thread = f"attack-{uuid.uuid4().hex[:12]}"
+    await graph.ainvoke({"amount": ASKED, "log": []}, config(thread))
+    [minted] = await apause_interrupts(graph, config(thread), run_id="r", session_id="s")
+    answered = await aresume_pause(minted.token, "approve")
+    await sync_to_async(delete_outputs)(thread, minted.claims.checkpoint_id)
+
+    result = await acontinue_graph(graph, answered)
+
+    assert not result.ran and "were deleted" in str(result.reason)
+    assert paid(thread) == [ASKED]
+
+
+def _pay_and_note(state: PaymentState, config: RunnableConfig) -> dict[str, Any]:
+    PAID.append((config["configurable"]["thread_id"], state["amount"]))
+    return {"log": [f"paid {state['amount']}"], "amount": state["amount"]}
+
+
+def pay_with_two_outputs(saver: DjangoCheckpointSaver) -> Any:
+    builder = StateGraph(PaymentState)
+    builder.add_node("pay", _pay_and_note)
+    builder.add_node("ship", _ship)
+    builder.add_edge(START, "pay")
+    builder.add_edge(START, "ship")
+    builder.add_edge(["pay", "ship"], END)
+    return builder.compile(checkpointer=saver, name="pay-with-two-outputs")
+
+
+def test_one_of_a_nodes_pending_writes_deleted_is_refused_by_the_bound_digest() -> None:
+    """The node keeps an output write, so LangGraph would not run it again; the state it starts
+    from is still not the one the pause was made on."""
+    graph, thread, minted, answered = paused(pay_with_two_outputs(DjangoCheckpointSaver()))
+    delete_outputs(thread, minted.claims.checkpoint_id, only_one=True)
+
+    result = continue_graph(graph, answered)
+
+    assert_refused_after_charge(result, thread, minted.claims.jti)
+
+
+def _approve_named(name: str) -> Any:
+    def node(state: PaymentState, config: RunnableConfig) -> dict[str, Any]:
+        if interrupt({"question": f"Approve {name}?"}) != "approve":
+            return {"log": [f"{name} rejected"]}
+        PAID.append((config["configurable"]["thread_id"], state["amount"]))
+        return {"log": [f"{name} paid"]}
+
+    return node
+
+
+def two_approvals(saver: DjangoCheckpointSaver) -> Any:
+    """``first`` and ``second`` ask in one superstep; each pays once approved."""
+    builder = StateGraph(PaymentState)
+    builder.add_node("first", _approve_named("first"))
+    builder.add_node("second", _approve_named("second"))
+    builder.add_edge(START, "first")
+    builder.add_edge(START, "second")
+    builder.add_edge(["first", "second"], END)
+    return builder.compile(checkpointer=saver, name="two-approvals")
+
+
+def first_continued(graph: Any) -> tuple[str, Any, Any]:
+    """Both pauses minted, the first answered and continued (it pays once); the second answered."""
+    thread = f"attack-{uuid.uuid4().hex[:12]}"
+    graph.invoke({"amount": ASKED, "log": []}, config(thread))
+    minted = {m.claims.name: m for m in pause_interrupts(graph, config(thread), run_id="r", session_id="s")}
+    assert continue_graph(graph, resume_pause(minted["first"].token, "approve")).ran
+    assert paid(thread) == [ASKED]
+    return thread, minted["second"], resume_pause(minted["second"].token, "approve")
+
+
+def test_parallel_pauses_continued_one_by_one_each_pay_once() -> None:
+    graph = two_approvals(DjangoCheckpointSaver())
+    thread, second, answered = first_continued(graph)
+
+    assert continue_graph(graph, answered).ran
+    assert paid(thread) == [ASKED, ASKED]  # first's payment and second's, each once
+
+
+def test_the_answered_nodes_writes_deleted_before_the_next_continuation_are_refused() -> None:
+    """The first continuation binds the second pause again to the writes its run left."""
+    graph = two_approvals(DjangoCheckpointSaver())
+    thread, second, answered = first_continued(graph)
+    delete_outputs(thread, second.claims.checkpoint_id)
+
+    result = continue_graph(graph, answered)
+
+    assert not result.ran and result.reason
+    assert Pause.objects.get(jti=second.claims.jti).continuation == ContinuationState.REFUSED
+    assert paid(thread) == [ASKED]
+
+
+def test_the_answered_nodes_writes_deleted_pay_again_when_the_check_is_patched_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    start_checks_patched_out(monkeypatch)
+    graph = two_approvals(DjangoCheckpointSaver())
+    thread, second, answered = first_continued(graph)
+    delete_outputs(thread, second.claims.checkpoint_id)
+
+    assert continue_graph(graph, answered).ran
+    assert paid(thread) == [ASKED, ASKED, ASKED]  # first paid again, then second
+
+
+def test_0006_binds_the_pauses_not_yet_continued_to_their_start_and_back() -> None:
+    """Keyed as the earlier build reads them (the question alone), then again to their start."""
+    from turnstate_app.contrib.langgraph.start import shown_with_start
+    from turnstate_app.pauses.binding import identity_of, shown_mac
+    from turnstate_app.pauses.shown import shown_digest
+
+    graph, thread, minted, answered = paused(pay_beside_a_question(DjangoCheckpointSaver()))
+    identity = identity_of(minted.claims)
+    question = "Ship it?"
+    writes = list(
+        CheckpointWrite.objects.filter(
+            thread_id=thread, checkpoint_id=minted.claims.checkpoint_id
+        ).values_list("task_id", "idx", "channel")
+    )
+    bound = shown_mac(identity, shown_digest(shown_with_start(question, writes)))
+    assert Pause.objects.get(jti=minted.claims.jti).shown_digest == bound
+    try:
+        MigrationExecutor(connection).migrate([(APP, "0005_value_mac")])
+        assert Pause.objects.get(jti=minted.claims.jti).shown_digest == shown_mac(
+            identity, shown_digest(question)
+        )
+    finally:
+        latest()
+    assert Pause.objects.get(jti=minted.claims.jti).shown_digest == bound
+
+    assert continue_graph(graph, answered).ran
+    assert paid(thread) == [ASKED]
+
+
+# -- (h) the checkpoint's metadata edited: its step makes LangGraph's task ids ---------------------
+
+
+def edit_step(thread: str, checkpoint_id: str, by: int) -> None:
+    """The checkpoint's ``metadata["step"]`` moved, written back as JSON text (no key is needed)."""
+    row = Checkpoint.objects.get(thread_id=thread, checkpoint_ns="", checkpoint_id=checkpoint_id)
+    metadata = dict(row.metadata)
+    metadata["step"] = int(metadata["step"]) + by
+    raw_update(Checkpoint, row.pk, "metadata", json.dumps(metadata))
+
+
+def test_a_checkpoints_step_edited_is_refused_and_the_finished_node_does_not_pay_again() -> None:
+    """LangGraph makes each task's id from the checkpoint's id and the step its metadata holds, and
+    each interrupt's id from its task's: with the step moved, no pending write belongs to a task
+    and the interrupt the pause answers is not pending."""
+    graph, thread, minted, answered = paused(pay_beside_a_question(DjangoCheckpointSaver()))
+    edit_step(thread, minted.claims.checkpoint_id, 1)
+
+    result = continue_graph(graph, answered)
+
+    assert_refused_after_charge(result, thread, minted.claims.jti)
+    assert "no longer pending" in str(result.reason)
+
+
+def test_a_checkpoints_step_edited_pays_again_when_the_interrupts_checks_are_patched_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    start_checks_patched_out(monkeypatch)
+    monkeypatch.setattr(bridge, "_shown_now", lambda snapshot, claims: None)
+    monkeypatch.setattr(continuing, "shown_verifies", lambda *args: True)
+    monkeypatch.setattr(bridge, "_require_pending", lambda *args: None)
+    monkeypatch.setattr(strict, "strict_resume_key", lambda: None)
+    graph, thread, minted, answered = paused(pay_beside_a_question(DjangoCheckpointSaver()))
+    edit_step(thread, minted.claims.checkpoint_id, 1)
+
+    result = continue_graph(graph, answered)
+
+    assert paid(thread) == [ASKED, ASKED], result  # every task of the step runs again

@@ -32,6 +32,7 @@ from turnstate_app.contrib.langgraph import (
     pause_interrupts,
 )
 from turnstate_app.contrib.langgraph.models import ChannelBlob, Checkpoint, CheckpointWrite
+from turnstate_app.contrib.langgraph.start import start_of
 from turnstate_app.models import Pause
 from turnstate_app.pauses import aresume_pause, resume_pause
 from turnstate_app.pauses.binding import identity_of, shown_mac
@@ -97,7 +98,12 @@ def assert_refused(result: Any, jti: str) -> None:
 
 def test_the_pause_records_the_keyed_digest_of_the_interrupts_value() -> None:
     _, _, minted = paused_question()
-    expected = shown_mac(identity_of(minted.claims), shown_digest({"question": "Go ahead?"}))
+    [asked] = CheckpointWrite.objects.filter(
+        thread_id=minted.claims.thread_id, checkpoint_id=minted.claims.checkpoint_id
+    ).values_list("task_id", "idx", "channel")
+    shown = {"question": {"question": "Go ahead?"}, "start": start_of([asked])}
+    assert shown["start"]["writes"] == 1  # the interrupt's own write: no other node ran
+    expected = shown_mac(identity_of(minted.claims), shown_digest(shown))
     assert Pause.objects.get(jti=minted.claims.jti).shown_digest == expected
 
 

@@ -31,12 +31,17 @@ Why each step is there (each was a reproduced failure, see docs/langgraph.md):
   later one written on top of it, its lineage followed over rows whose MACs verify. A thread
   set back to an older checkpoint, or moved to another branch, is refused naming which; nothing
   runs. Every row read on the way (the head, its values, its pending writes) is checked against
-  its MAC by the saver, and one that fails is an unreadable record: the continuation is refused.
+  its MAC by the saver, and one that fails is an unreadable record: the continuation is refused;
+- the pending writes the run starts from (:mod:`.start`): a node that finished in the interrupt's
+  step keeps its output there, and a deleted write row (no MAC fails) made it run again on resume.
+  Each pause binds their number and identities; the head read for the question's check gives them
+  (no statement added), and a continuation of parallel interrupts binds the pauses still pending at
+  its checkpoint again to the writes its own run added there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -56,8 +61,9 @@ from turnstate_app.contrib.langgraph.interrupts import (
     shown_of,
     thread_of,
 )
-from turnstate_app.contrib.langgraph.ledger import already_paused
-from turnstate_app.contrib.langgraph.saver import one_head_read
+from turnstate_app.contrib.langgraph.ledger import Sibling, already_paused, bind_again, speaking_pauses
+from turnstate_app.contrib.langgraph.saver import WriteId, one_head_read, writes_read
+from turnstate_app.contrib.langgraph.start import deleted_writes, rebound, shown_with_start
 from turnstate_app.contrib.langgraph.strict import is_refused_answer, strict, unknown_interrupt_error
 from turnstate_app.pauses import (
     Continuation,
@@ -95,10 +101,10 @@ def pause_interrupts(
     """
     name = required_name(graph)
     head = head_config(config)
-    with turn_of(get_default_store(), thread_of(head)):
+    with turn_of(get_default_store(), thread_of(head)), writes_read() as seen:
         snapshot = graph.get_state(head)
         mint = partial(mint_pause, run_id=run_id, session_id=session_id, owner=owner, agent=name)
-        return _mint_unpaused(graph, head, snapshot, mint)
+        return _mint_unpaused(graph, head, snapshot, mint, _writes_at(seen, snapshot))
 
 
 async def apause_interrupts(
@@ -108,29 +114,50 @@ async def apause_interrupts(
     name = required_name(graph)
     head = head_config(config)
     async with aturn_of(get_default_store(), thread_of(head)):
-        snapshot = await graph.aget_state(head)
+        with writes_read() as seen:
+            snapshot = await graph.aget_state(head)
         pending = pending_interrupts(snapshot)
         taken = await sync_to_async(already_paused, thread_sensitive=True)(
             thread_of(head), [p.interrupt_id for p in pending]
         )
         minted = []
-        for fields in _mint_fields(graph, head, snapshot, pending, taken):
+        for fields in _mint_fields(graph, head, snapshot, pending, taken, _writes_at(seen, snapshot)):
             minted.append(
                 await amint_pause(run_id=run_id, session_id=session_id, owner=owner, agent=name, **fields)
             )
         return minted
 
 
-def _mint_unpaused(graph: Any, head: RunnableConfig, snapshot: Any, mint: Mint) -> list[MintedPause]:
+def _mint_unpaused(
+    graph: Any, head: RunnableConfig, snapshot: Any, mint: Mint, writes: Sequence[WriteId] = ()
+) -> list[MintedPause]:
     pending = pending_interrupts(snapshot)
     taken = already_paused(thread_of(head), [p.interrupt_id for p in pending])
-    return [mint(**fields) for fields in _mint_fields(graph, head, snapshot, pending, taken)]
+    return [mint(**fields) for fields in _mint_fields(graph, head, snapshot, pending, taken, writes)]
+
+
+def _writes_at(seen: dict[tuple[str, str, str], list[WriteId]], snapshot: Any) -> list[WriteId]:
+    """The pending writes of the checkpoint ``snapshot`` was read at, as the saver returned them
+    (:func:`~.saver.writes_read`; none for a checkpoint it did not read, or another saver)."""
+    configurable = (snapshot.config or {}).get("configurable") or {}
+    place = (
+        str(configurable.get("thread_id")),
+        str(configurable.get("checkpoint_ns") or ""),
+        str(configurable.get("checkpoint_id")),
+    )
+    return list(seen.get(place, []))
 
 
 def _mint_fields(
-    graph: Any, head: RunnableConfig, snapshot: Any, pending: list[PendingInterrupt], taken: set[str]
+    graph: Any,
+    head: RunnableConfig,
+    snapshot: Any,
+    pending: list[PendingInterrupt],
+    taken: set[str],
+    writes: Sequence[WriteId],
 ) -> list[dict[str, Any]]:
-    """The keyword arguments of ``mint_pause`` for each interrupt no pause speaks for."""
+    """The keyword arguments of ``mint_pause`` for each interrupt no pause speaks for; each binds
+    its question and the pending writes its run starts from (:mod:`.start`)."""
     if not pending:
         return []
     messages = project_messages(snapshot.values)
@@ -146,7 +173,7 @@ def _mint_fields(
             "prompt": interrupt.prompt,
             "messages": messages,
             "answer_schema": interrupt.answer_schema,
-            "shown": interrupt.shown,
+            "shown": shown_with_start(interrupt.shown, writes),
             "resumable_check": partial(_still_pending, graph, head),
         }
         for interrupt in pending
@@ -198,25 +225,56 @@ class _Head:
     graph: Any
     config: RunnableConfig
     snapshot: Any = None
+    writes: list[WriteId] = field(default_factory=list)
     bound: set[str] = field(default_factory=set)
 
     def read(self) -> Any:
         if self.snapshot is None:
-            self.snapshot = self.graph.get_state(self.config)
+            with writes_read() as seen:
+                self.snapshot = self.graph.get_state(self.config)
+            self.writes = _writes_at(seen, self.snapshot)
         return self.snapshot
 
     async def aread(self) -> Any:
         if self.snapshot is None:
-            self.snapshot = await self.graph.aget_state(self.config)
+            with writes_read() as seen:
+                self.snapshot = await self.graph.aget_state(self.config)
+            self.writes = _writes_at(seen, self.snapshot)
         return self.snapshot
 
     def shown(self, member: ResumedPause) -> Any:
         self.require_bound([member])
-        return _shown_now(self.read(), member.claims)
+        return self.shown_now(self.read(), member.claims)
 
     async def ashown(self, member: ResumedPause) -> Any:
         await self.arequire_bound([member])
-        return _shown_now(await self.aread(), member.claims)
+        return self.shown_now(await self.aread(), member.claims)
+
+    def shown_now(self, snapshot: Any, claims: PauseClaims) -> Any:
+        """What the pause binds as the head holds it now: its question (:func:`_shown_now`) and the
+        pending writes the run starts from; a node that would run again is refused by name."""
+        question = _shown_now(snapshot, claims)
+        checkpoint_id = _checkpoint_of(snapshot.config) or ""
+        deleted = deleted_writes(snapshot, self.writes, checkpoint_id, self.graph)
+        if deleted is not None:
+            raise ContinuationRefused(
+                f"thread {claims.thread_id!r} does not start where pause {claims.jti!r} was made: {deleted}"
+            )
+        return shown_with_start(question, self.writes)
+
+    def siblings_bound_again(
+        self, after: Any, writes: list[WriteId], speaking: list[Sibling], members: list[ResumedPause]
+    ) -> list[tuple[Sibling, str]]:
+        """The pauses still pending at the checkpoint this continuation ran from (``speaking``,
+        the members aside), bound again to the writes its run left there (:func:`.start.rebound`).
+        Nothing once the run moved the head on: no pause made at that checkpoint is pending there."""
+        start = _checkpoint_of(self.snapshot.config)
+        if start is None or _checkpoint_of(after.config) != start:
+            return []
+        ours = {member.claims.jti for member in members}
+        siblings = [s for s in speaking if s.checkpoint_id == start and s.jti not in ours]
+        questions = {p.interrupt_id: p.shown for p in pending_interrupts(self.snapshot)}
+        return rebound(siblings, questions, self.writes, writes)
 
     def require_bound(self, members: list[ResumedPause]) -> None:
         """``ContinuationRefused`` unless the head is each pause's checkpoint or descends from it."""
@@ -321,7 +379,16 @@ def _continue(reading: _Head, continuation: Continuation) -> Any:
             raise
         raise refusal from exc
     if _may_have_stopped(output):
-        _mint_unpaused(graph, head, graph.get_state(head), continuation.mint_next)
+        with writes_read() as seen:
+            after = graph.get_state(head)
+        writes = _writes_at(seen, after)
+        pending = pending_interrupts(after)
+        speaking = speaking_pauses(thread_of(head), [p.interrupt_id for p in pending])
+        taken = {s.interrupt_id for s in speaking}
+        for fields in _mint_fields(graph, head, after, pending, taken, writes):
+            continuation.mint_next(**fields)
+        members = continuation.members or [continuation.resumed]
+        bind_again(reading.siblings_bound_again(after, writes, speaking, members))
     return output
 
 
@@ -339,13 +406,19 @@ async def _acontinue(reading: _Head, continuation: Continuation) -> Any:
         raise refusal from exc
     if not _may_have_stopped(output):
         return output
-    snapshot = await graph.aget_state(head)
-    pending = pending_interrupts(snapshot)
-    taken = await sync_to_async(already_paused, thread_sensitive=True)(
+    with writes_read() as seen:
+        after = await graph.aget_state(head)
+    writes = _writes_at(seen, after)
+    pending = pending_interrupts(after)
+    speaking = await sync_to_async(speaking_pauses, thread_sensitive=True)(
         thread_of(head), [p.interrupt_id for p in pending]
     )
-    for fields in _mint_fields(graph, head, snapshot, pending, taken):
+    taken = {s.interrupt_id for s in speaking}
+    for fields in _mint_fields(graph, head, after, pending, taken, writes):
         await continuation.amint_next(**fields)
+    members = continuation.members or [continuation.resumed]
+    rebinding = reading.siblings_bound_again(after, writes, speaking, members)
+    await sync_to_async(bind_again, thread_sensitive=True)(rebinding)
     return output
 
 

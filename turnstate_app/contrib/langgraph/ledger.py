@@ -14,7 +14,9 @@ ledger row (:func:`strand_pauses`), so the core's unresumable list shows it.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import router
 from django.db.models import Q
@@ -43,6 +45,45 @@ def already_paused(thread_id: str, interrupt_ids: Collection[str]) -> set[str]:
     pauses = Pause.objects.using(router.db_for_write(Pause))
     found = pauses.filter(speaking_for(thread_id, interrupt_ids)).values_list("interrupt_id", flat=True)
     return {interrupt_id for interrupt_id in found if interrupt_id is not None}
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """A pause that speaks for an interrupt of a thread, as its ledger row holds it: enough to bind
+    it again to the writes its run starts from (:mod:`.start`)."""
+
+    pk: Any
+    jti: str
+    thread_id: str
+    checkpoint_id: str
+    interrupt_id: str
+    recorded: str | None
+
+
+def speaking_pauses(thread_id: str, interrupt_ids: Collection[str]) -> list[Sibling]:
+    """The pauses of ``thread_id`` that speak for any of ``interrupt_ids``, in one query (the one
+    :func:`already_paused` makes, with the columns a new binding needs)."""
+    if not interrupt_ids:
+        return []
+    pauses = Pause.objects.using(router.db_for_write(Pause))
+    found = pauses.filter(speaking_for(thread_id, interrupt_ids)).values_list(
+        "pk", "jti", "thread_id", "checkpoint_id", "interrupt_id", "shown_digest"
+    )
+    return [
+        Sibling(pk, jti, thread, checkpoint, interrupt_id, recorded)
+        for pk, jti, thread, checkpoint, interrupt_id, recorded in found
+        if interrupt_id is not None
+    ]
+
+
+def bind_again(rebinding: Iterable[tuple[Sibling, str]]) -> int:
+    """Store each pause's new MAC of what it binds, only where the row still holds the MAC it was
+    verified by (a conditional UPDATE: a row changed meanwhile keeps what it holds). How many."""
+    pauses = Pause.objects.using(router.db_for_write(Pause))
+    return sum(
+        pauses.filter(pk=sibling.pk, shown_digest=sibling.recorded).update(shown_digest=mac)
+        for sibling, mac in rebinding
+    )
 
 
 DELETED = (

@@ -150,6 +150,30 @@ def one_head_read(thread_id: str) -> Iterator[None]:
         _head_read.reset(token)
 
 
+WriteId = tuple[str, int, str]
+"""A pending write as a pause binds it: its task id, index and channel (its value has its own MAC)."""
+
+_writes_read: ContextVar[dict[tuple[str, str, str], builtins.list[WriteId]] | None] = ContextVar(
+    "turnstate_langgraph_writes_read", default=None
+)
+
+
+@contextmanager
+def writes_read() -> Iterator[dict[tuple[str, str, str], builtins.list[WriteId]]]:
+    """Within the block, the pending writes of every checkpoint ``get_tuple`` returns, by
+    ``(thread_id, checkpoint_ns, checkpoint_id)``: each as :data:`WriteId`, once its MAC verified.
+
+    LangGraph's tuple carries a write's task and channel but not its index, and its state snapshot
+    neither; a pause binds all three, so it takes them from the read the graph does anyway.
+    """
+    seen: dict[tuple[str, str, str], builtins.list[WriteId]] = {}
+    token = _writes_read.set(seen)
+    try:
+        yield seen
+    finally:
+        _writes_read.reset(token)
+
+
 def _forget_head() -> None:
     kept = _head_read.get()
     if kept is not None:
@@ -248,9 +272,13 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             for r in found
             if r[8] is not None
         ]
-        return build_tuple(
+        built = build_tuple(
             self.serde, thread_id, ns, ns_key, row, body, blobs, {(thread_id, ns_key, row[1]): writes}
         )
+        seen = _writes_read.get()
+        if seen is not None:  # after build_tuple: every write's MAC verified
+            seen[(thread_id, ns, str(row[1]))] = sorted((w[1], w[2], w[3]) for w in writes)
+        return built
 
     def _fetch(
         self, alias: str, thread_id: str, ns_key: str, checkpoint_id: str | None, *, keep: bool
