@@ -9,6 +9,14 @@ the two contenders alternate, so drift falls on both. Reported: throughput as a 
 floor's, errors, and the final row count, which must be exact (50, or processes x ops).
 Targets: >= 0.8x the floor, 0 errors, exact count.
 
+The floor runs the port's own upsert (``statements_for("default").write``, every column the port
+writes, a constant in place of the MAC) on a prepared psycopg statement. By default Django runs
+with its default ``OPTIONS`` (each value bound into the SQL text, planned on every run);
+``--recommended-options`` gives Django the PostgreSQL ``OPTIONS`` the documentation recommends
+(``server_side_binding``, ``prepare_threshold`` 5), so both sides run a prepared statement and
+differ only in what the port does around it. ``--profile`` breaks one process's client CPU per
+upsert down: the statement on Django's cursor, the row's MAC, the rest of the port.
+
 A benchmark, not a test: it prints a table, writes ``bench/results/concurrency-postgresql.json``
 and exits 0. Run it from the repository root::
 
@@ -37,10 +45,8 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.common import (  # noqa: E402 - needs the repository root on sys.path
     RESULTS_DIR,
-    SQL_WRITE,
     TABLE,
     Target,
-    check_statements,
     configure_django,
     ensure_postgres_database,
     environment,
@@ -61,6 +67,16 @@ CONTENDERS = ("floor", "port")
 LABELS = {"floor": "floor psycopg", "port": "port write_metadata_sync"}
 RATIO_TARGET = 0.8
 WARMUP_OPS = 20
+FLOOR_MAC = "0" * 64
+"""What the floor writes in the MAC column: the same statement and columns, no MAC computed."""
+
+
+def port_write_sql() -> str:
+    """The port's own upsert, exactly as it sends it (``%s`` placeholders, as psycopg takes them):
+    the floor runs this statement, so the two differ only in what happens around it."""
+    from turnstate_app.ports.statements import statements_for
+
+    return statements_for("default").write
 
 
 @dataclass
@@ -120,6 +136,7 @@ def make_upserts(setup: Setup) -> dict[str, Callable[[str, str, str], None]]:
     from turnstate_app.ports import ModelCheckpointCommandPort
 
     port = ModelCheckpointCommandPort()
+    sql = port_write_sql()
     conn = psycopg.connect(setup.conninfo, autocommit=True)
     cur = conn.cursor()
 
@@ -130,7 +147,7 @@ def make_upserts(setup: Setup) -> dict[str, Callable[[str, str, str], None]]:
 
     def floor_upsert(thread_id: str, key: str, value: str) -> None:
         now = datetime.now(UTC)
-        cur.execute(SQL_WRITE, (thread_id, "cp", key, value, None, "bench-task", now, now), prepare=True)
+        cur.execute(sql, (thread_id, "cp", key, value, None, FLOOR_MAC, "bench-task", now, now), prepare=True)
 
     return {"port": port_upsert, "floor": floor_upsert}
 
@@ -387,8 +404,9 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
     """Where the port's extra client CPU per upsert goes, peeled layer by layer in one process.
 
     Each layer adds one piece of the port's path to the floor: ``run_statement`` (the
-    statement on Django's cursor), then the whole ``write_metadata_sync`` (routing, limits,
-    settings, savepoint check). Layers alternate in chunks of 200; CPU time is ``process_time``.
+    statement on Django's cursor), then the row's MAC (``stored_row``: sealing, none for these
+    keys, and the MAC), then the whole ``write_metadata_sync`` (routing, limits, settings,
+    savepoint check). Layers alternate in chunks of 200; CPU time is ``process_time``.
     """
     import cProfile
     import pstats
@@ -399,6 +417,7 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
 
     from turnstate_app.ports import ModelCheckpointCommandPort
     from turnstate_app.ports.execution import run_statement
+    from turnstate_app.ports.sealing import stored_row
     from turnstate_app.ports.statements import statements_for
 
     connection = connections["default"]
@@ -413,11 +432,18 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
 
     def floor(key: str, value: str) -> None:
         now = datetime.now(UTC)
-        cur.execute(SQL_WRITE, ("bench-cc-cpu", "cp", key, value, None, "bench-task", now, now), prepare=True)
+        params = ("bench-cc-cpu", "cp", key, value, None, FLOOR_MAC, "bench-task", now, now)
+        cur.execute(statements.write, params, prepare=True)
 
     def with_run_statement(key: str, value: str) -> None:
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        params = ("bench-cc-cpu", "cp", key, value, None, "bench-task", now, now)
+        params = ("bench-cc-cpu", "cp", key, value, None, FLOOR_MAC, "bench-task", now, now)
+        run_statement(connection, statements.write, params, first_row=False)
+
+    def with_mac(key: str, value: str) -> None:
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        stored, key_id, mac = stored_row("bench-cc-cpu", "cp", key, value)
+        params = ("bench-cc-cpu", "cp", key, stored, key_id, mac, "bench-task", now, now)
         run_statement(connection, statements.write, params, first_row=False)
 
     def whole_port(key: str, value: str) -> None:
@@ -428,6 +454,7 @@ def cpu_breakdown(target: Target, admin: Admin, value_bytes: int, n: int = 4000)
     layers: dict[str, Callable[[str, str], None]] = {
         "floor psycopg": floor,
         "+ run_statement": with_run_statement,
+        "+ its MAC (stored_row)": with_mac,
         "port write_metadata_sync": whole_port,
     }
     cpu = dict.fromkeys(layers, 0)
@@ -479,6 +506,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--profile-upserts", type=int, default=4000, help="upserts per layer in the CPU breakdown"
     )
+    parser.add_argument(
+        "--recommended-options",
+        action="store_true",
+        help="connect Django with the documented PostgreSQL OPTIONS (server_side_binding,\n"
+        "prepare_threshold 5), so the port's statement is prepared as the floor's is;\n"
+        "without, Django's defaults (values bound into the SQL text, planned on every run)",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "concurrency-postgresql.json")
     args = parser.parse_args(argv)
     if (
@@ -491,12 +525,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    target = make_target(args.database)
+    if args.recommended_options:
+        target = make_target(args.database, prepare_threshold=5, server_side_binding=True)
+    else:
+        target = make_target(args.database)
     if target.vendor != "postgresql":
         raise SystemExit("bench/concurrency.py measures PostgreSQL only")
     ensure_postgres_database(target.conninfo)
     configure_django(target)
-    check_statements(target.vendor)
     admin = Admin(target.conninfo)
     if (foreign := admin.foreign_rows()) and not args.force:
         raise SystemExit(
@@ -516,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{env['database_server'].split(' on ')[0]} | Django {env['django']} | psycopg {env['psycopg']} | "
         f"{env['cpu_count']} CPUs | {args.processes} processes x {args.ops} upserts, "
-        f"value {args.value_bytes} B, {args.repeat} rounds",
+        f"value {args.value_bytes} B, {args.repeat} rounds, Django OPTIONS {target.django_db['OPTIONS']}",
         flush=True,
     )
     pool = start_pool(mp.get_context("spawn"), target, args)
@@ -555,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": [{k: v for k, v in asdict(r).items() if k != "samples"} for r in rounds],
             "table": title + table,
             "profile": profile_text,
-            "sql": SQL_WRITE,
+            "sql": port_write_sql(),
         },
     )
     admin.truncate()

@@ -12,11 +12,11 @@ from io import StringIO
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
-from django.test.utils import override_settings
+from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -299,6 +299,64 @@ def test_rotation_leaves_a_row_that_fails_its_mac_untouched_and_reports_it(
     )
     with pytest.raises(UnreadableValueError, match="MAC"):
         stored_request(forged)
+
+
+STORE_VALUES = "turnstate_app.CheckpointMetadata.value"
+
+
+def store_rows() -> list[tuple[Any, ...]]:
+    return list(
+        CheckpointMetadata.objects.order_by("pk").values_list(
+            "pk", "value", "encryption_key_id", "value_mac", "updated_at"
+        )
+    )
+
+
+def surveyed(*options: str) -> tuple[str, str, list[str]]:
+    """The dry run's whole output, its line for the store, and every statement it sent."""
+    out = StringIO()
+    with CaptureQueriesContext(connection) as queries:
+        call_command("turnstate_rotate_keys", "--dry-run", *options, stdout=out)
+    line = next(text for text in out.getvalue().splitlines() if text.startswith(f"{STORE_VALUES}:"))
+    return out.getvalue(), line, [query["sql"] for query in queries.captured_queries]
+
+
+def test_the_dry_run_counts_a_row_edited_at_rest_as_failing_its_mac_and_writes_nothing(
+    turnstate_settings: Any, checked: bool
+) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    mint()
+    forged = mint()
+    target = row(forged, payload_key(forged.claims))
+    forge(target, value=FORGED_QUESTION)  # its key id and MAC left as they were
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B, KEY_A]
+    before = store_rows()
+    output, line, statements = surveyed()
+    assert store_rows() == before
+    assert [sql for sql in statements if not sql.lstrip().upper().startswith("SELECT")] == []
+    if not checked:
+        assert "4 on an old key" in line and "0 fail their MAC" in line
+        return
+    assert "3 on an old key" in line and "1 fail their MAC" in line
+    assert f"id={target.pk} thread={forged.claims.thread_id!r} (fails its MAC)" in output
+    assert FORGED_QUESTION not in output
+
+
+def test_the_dry_run_can_skip_the_macs_and_then_reads_no_value(turnstate_settings: Any) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    forged = mint()
+    forge(row(forged, payload_key(forged.claims)), value=FORGED_QUESTION)
+    output, line, statements = surveyed("--skip-mac-check")
+    assert "2 on the current key" in line and "MACs not checked" in line
+    assert "(fails its MAC)" not in output
+    value = connection.ops.quote_name("value")
+    assert [sql for sql in statements if value in sql.split(" FROM ")[0]] == []  # selected: never
+
+
+def test_skipping_the_mac_check_is_refused_outside_the_dry_run(turnstate_settings: Any) -> None:
+    turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
+    with pytest.raises(CommandError, match="only applies to --dry-run"):
+        call_command("turnstate_rotate_keys", "--skip-mac-check", stdout=StringIO())
 
 
 def test_a_rotated_row_carries_its_new_mac(turnstate_settings: Any) -> None:

@@ -118,3 +118,37 @@ def test_every_mac_is_djangos_salted_hmac_of_the_row(identity: Any, key_id: Any,
     assert row_mac(TABLE, identity, key_id, value) == expected
     with override_settings(SECRET_KEY="another key"):
         assert row_mac(TABLE, identity, key_id, value) != expected
+
+
+@pytest.mark.parametrize(
+    ("table", "identity", "key_id", "value", "recorded"),
+    [
+        (TABLE, ROW, None, None, "9ce548e8f282fb94c2a22cf60dc9339ef46d67a8dd33848eb683222499b0a201"),
+        (TABLE, ROW, "k1", b"", "cc71201798c231696299c4608aeeef2d699fba162345c47ff69951435d5103ed"),
+        (TABLE, ROW, None, "caf\u00e9", "72cadd8d91e50d20656126c70d85c0d9ec8c47fec8a11ce805bf69b4e28cf304"),
+        (
+            "turnstate_langgraph.CheckpointWrite",
+            ("t\u00e9", "", "cp", "task", -1, None, "ch|an:nel", "msgpack"),
+            "k",
+            b"\x00\xff" * 300,
+            "7a2ef7aba4d05d1eb0a0fe1c9733a03a70de7da8ad6534b9e6bcec6a8695db89",
+        ),
+        (
+            "turnstate_langgraph.ChannelBlob",
+            ("t", "h", "messages", "00000000000000000000000000000002.0.5", "bytes"),
+            None,
+            memoryview(b"m" * 70000),
+            "42fd758a850f845a2001af8055ac997627629c230acc29f1032ff42dbfe6d652",
+        ),
+    ],
+)
+@override_settings(SECRET_KEY="turnstate-tests-only")
+def test_macs_recorded_by_earlier_releases_still_verify(
+    table: str, identity: Any, key_id: Any, value: Any, recorded: str
+) -> None:
+    """MACs as an earlier release wrote them (literal, not recomputed): rows already stored keep
+    verifying, whatever way the MAC is computed now."""
+    assert row_mac(table, identity, key_id, value) == recorded
+    assert row_verifies(table, identity, key_id, value, recorded)
+    assert not row_verifies(table, identity, key_id, value, recorded[:-1] + "0")
+    assert not row_verifies(table, identity, key_id, value, "\u00e9" * MAC_LENGTH)  # never an error

@@ -28,17 +28,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.utils.crypto import constant_time_compare
 from django.utils.encoding import force_bytes
 
 from turnstate_app.errors import ChangedAtRestError
 
-__all__ = ["MAC_LENGTH", "require_row", "row_mac", "row_verifies"]
+__all__ = ["MAC_LENGTH", "changed_at_rest", "require_row", "row_mac", "row_verifies"]
 
 MAC_LENGTH = 64
 """Hex digits of a row's MAC (SHA-256): the width of every ``value_mac`` column."""
@@ -57,29 +56,37 @@ def _field(part: Any) -> str:
     return f"{len(text)}:{text}"
 
 
+@lru_cache(maxsize=64)
+def _opening(table: str, width: int) -> str:
+    """The header's first two fields (the table, the identity's width), the same for every row of a
+    table: spelt once, not per row."""
+    return f"{_field(table)}|{_field(width)}|"
+
+
 def _header(table: str, identity: Sequence[Any], key_id: str | None, value: Value) -> bytes:
-    fields = [table, len(identity), *identity, key_id, "value" if value is not None else None]
-    return "|".join(map(_field, fields)).encode("utf-8")
+    """``table | width | *identity | key id | "value" or none``, each field length-prefixed and
+    joined by ``|``, as UTF-8. A row is read and written many times per request, so the fields are
+    spelt inline (text as it is, anything else through ``str``) rather than through a call each."""
+    fields = [f"{len(part)}:{part}" if type(part) is str else _field(part) for part in (*identity, key_id)]
+    closing = "|5:value" if value is not None else "|-"
+    return (_opening(table, len(identity)) + "|".join(fields) + closing).encode("utf-8")
 
 
 @lru_cache(maxsize=8)
-def _key(secret: Any) -> bytes:
-    """The HMAC key Django's ``salted_hmac(_SALT, …, secret=secret, algorithm="sha256")`` uses,
-    derived once per secret (``tests/test_row_macs.py`` holds every MAC equal to ``salted_hmac``'s)."""
-    return hashlib.sha256(force_bytes(_SALT) + force_bytes(secret)).digest()
+def _keyed(secret: Any) -> hmac.HMAC:
+    """An HMAC keyed as Django's ``salted_hmac(_SALT, …, secret=secret, algorithm="sha256")`` keys
+    it, fed nothing yet: each row starts from a copy, so the key is derived and padded once per
+    secret, not once per row (``tests/test_row_macs.py`` holds every MAC equal to ``salted_hmac``'s)."""
+    return hmac.new(hashlib.sha256(force_bytes(_SALT) + force_bytes(secret)).digest(), digestmod="sha256")
 
 
 def _mac(header: bytes, value: Value, secret: Any) -> str:
-    mac = hmac.new(_key(secret), header, "sha256")
+    mac = _keyed(secret).copy()
+    mac.update(header)
     if value is not None:  # fed as it is: a large value is hashed once, never copied
         mac.update(b"\x00")
         mac.update(value.encode("utf-8") if isinstance(value, str) else value)
     return mac.hexdigest()
-
-
-def _secrets() -> Iterator[Any]:
-    yield settings.SECRET_KEY
-    yield from settings.SECRET_KEY_FALLBACKS
 
 
 def row_mac(table: str, identity: Sequence[Any], key_id: str | None, value: Value) -> str:
@@ -97,7 +104,15 @@ def row_verifies(
     if not recorded:
         return False
     header = _header(table, identity, key_id, value)
-    return any(constant_time_compare(recorded, _mac(header, value, secret)) for secret in _secrets())
+    # Compared as bytes in constant time, as Django's ``constant_time_compare`` does; SECRET_KEY
+    # first, the fallbacks only when it fails.
+    expected = recorded.encode()
+    if hmac.compare_digest(expected, _mac(header, value, settings.SECRET_KEY).encode()):
+        return True
+    return any(
+        hmac.compare_digest(expected, _mac(header, value, secret).encode())
+        for secret in settings.SECRET_KEY_FALLBACKS
+    )
 
 
 def require_row(
@@ -107,8 +122,13 @@ def require_row(
     error names the row, not its value."""
     if row_verifies(table, identity, key_id, value, recorded):
         return
+    raise changed_at_rest(table, identity, recorded)
+
+
+def changed_at_rest(table: str, identity: Sequence[Any], recorded: str | None) -> ChangedAtRestError:
+    """The error of a row whose MAC did not verify: it names the row, never its value."""
     what = "has no MAC" if not recorded else "does not match its MAC"
-    raise ChangedAtRestError(
+    return ChangedAtRestError(
         f"the stored value of {table} row {list(map(str, identity))} {what}: it was not written by "
         "this app under its SECRET_KEY (or SECRET_KEY_FALLBACKS), or it was changed at rest; it is "
         "an unreadable record and is not used"

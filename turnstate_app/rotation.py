@@ -13,7 +13,9 @@ Each row's MAC (:mod:`turnstate_app.integrity`) is read with it and verified bef
 decrypted; a rotated row's ``UPDATE`` writes its new MAC beside its new value. A row whose key id
 is not among its thread's keys, or whose MAC does not verify (it was changed at rest), is
 unreadable: counted and listed, never re-encrypted nor touched, so rotation never turns a forged
-row into one that verifies. (A table registered without ``identity`` keeps no MAC.)
+row into one that verifies. (A table registered without ``identity`` keeps no MAC.) A survey
+(``--dry-run``) checks every row's MAC the same way, writing nothing, unless told to count by key
+id alone.
 """
 
 from __future__ import annotations
@@ -121,23 +123,32 @@ def _batches(
         after = batch[-1]["pk"]
 
 
-def survey(table: SealedTable, *, batch_size: int = DEFAULT_BATCH_SIZE) -> TableCounts:
-    """Count the table's rows: clear, on an old key, on the current key, unreadable (key gone)."""
+def survey(table: SealedTable, *, batch_size: int = DEFAULT_BATCH_SIZE, macs: bool = True) -> TableCounts:
+    """Count the table's rows: clear, on an old key, on the current key, unreadable (key gone,
+    or failing its MAC).
+
+    With ``macs`` (and a table that keeps MACs), each batch reads the values too and checks every
+    row's MAC as :func:`rotate` checks the rows it re-encrypts (same order: a row whose key is gone
+    is counted as such first), so the survey finds the rows a rotation or a read would refuse;
+    memory stays bounded by ``batch_size`` rows. Without, it reads ids and key ids only."""
     counts = TableCounts(table.label)
-    for batch in _batches(table, batch_size, stale_only=False, values=False):
+    checked = macs and bool(table.identity)
+    for batch in _batches(table, batch_size, stale_only=False, values=checked):
         counts.batches += 1
         cache: dict[str, KeySet | None] = {}  # per batch: memory stays flat whatever the threads
         for row in batch:
             pk, thread, key_id = row["pk"], row[table.thread], row[table.key_id]
             keys = _keys(cache, thread)
-            if key_id is None:
+            if key_id is not None and (keys is None or key_id not in keys.by_id):
+                counts.note_unreadable(pk, thread)
+            elif checked and not _verifies(table, _due(table, row)):
+                counts.note_unreadable(pk, thread, FAILS_MAC)
+            elif key_id is None:
                 counts.clear += 1
             elif keys is not None and key_id == keys.primary_id:
                 counts.current += 1
-            elif keys is not None and key_id in keys.by_id:
-                counts.old_key += 1
             else:
-                counts.note_unreadable(pk, thread)
+                counts.old_key += 1
     return counts
 
 
@@ -162,14 +173,19 @@ def rotate(
             if key_id is not None and key_id not in keys.by_id:
                 counts.note_unreadable(pk, thread)
                 continue
-            stored = bytes(row[table.value]) if table.binary else str(row[table.value])
-            identity = tuple(row[name] for name in table.identity)
-            due.append(_Due(pk, thread, key_id, stored, row.get(table.mac), identity))
+            due.append(_due(table, row))
         if due:
             _rotate_rows(table, due, counts)
         if progress is not None:
             progress(counts)
     return counts
+
+
+def _due(table: SealedTable, row: dict[str, Any]) -> _Due:
+    """A row of a batch read with its values, as its MAC is checked and its value re-encrypted."""
+    stored = bytes(row[table.value]) if table.binary else str(row[table.value])
+    identity = tuple(row[name] for name in table.identity)
+    return _Due(row["pk"], row[table.thread], row[table.key_id], stored, row.get(table.mac), identity)
 
 
 def _verifies(table: SealedTable, row: _Due) -> bool:

@@ -15,7 +15,6 @@ from typing import Any
 
 from turnstate_app import integrity
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
-from turnstate_app.errors import UnreadableValueError
 
 __all__ = [
     "BLOB",
@@ -69,8 +68,9 @@ def require(
     *parts: Any,
 ) -> None:
     """:class:`UnreadableCheckpointError` naming the row (``what.format(*parts)``, spelt only on
-    failure) unless ``recorded`` is its MAC."""
-    try:
-        integrity.require_row(table.label, identity, key_id, value, recorded)
-    except UnreadableValueError as exc:
-        raise UnreadableCheckpointError(f"{what.format(*parts)} cannot be read: {exc}") from exc
+    failure) unless ``recorded`` is its MAC. Checked on every row a read returns: the MAC is
+    verified directly, and the error built only for a row that fails."""
+    if integrity.row_verifies(table.label, identity, key_id, value, recorded):
+        return
+    cause = integrity.changed_at_rest(table.label, identity, recorded)
+    raise UnreadableCheckpointError(f"{what.format(*parts)} cannot be read: {cause}") from cause
