@@ -40,6 +40,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.common import (  # noqa: E402 - needs the repository root on sys.path
+    FLOOR_MAC,
     RESULTS_DIR,
     SQL_READ,
     SQL_WRITE,
@@ -187,7 +188,7 @@ def floor_sync(conninfo: str, payload_of: Callable[[], Payload]) -> Contender:
         record = payload_of().records[turn.variant]
         cur.execute(
             SQL_WRITE,
-            (c.thread_id, c.checkpoint_id, turn.key, record, None, c.run_id, now, now),
+            (c.thread_id, c.checkpoint_id, turn.key, record, None, FLOOR_MAC, c.run_id, now, now),
             prepare=True,
         )
 
@@ -223,7 +224,7 @@ def floor_async(
         record = payload_of().records[turn.variant]
         await cur.execute(
             SQL_WRITE,
-            (c.thread_id, c.checkpoint_id, turn.key, record, None, c.run_id, now, now),
+            (c.thread_id, c.checkpoint_id, turn.key, record, None, FLOOR_MAC, c.run_id, now, now),
             prepare=True,
         )
 

@@ -42,6 +42,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.common import (  # noqa: E402 - needs the repository root on sys.path
+    FLOOR_MAC,
     RESULTS_DIR,
     SQL_WRITE,
     Target,
@@ -130,9 +131,8 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
 
         def pg_upsert(key: str, value: str) -> None:
             now = datetime.now(UTC)
-            cur.execute(
-                SQL_WRITE, ("bench-floor", "cp", key, value, None, "bench-task", now, now), prepare=True
-            )
+            params = ("bench-floor", "cp", key, value, None, FLOOR_MAC, "bench-task", now, now)
+            cur.execute(SQL_WRITE, params, prepare=True)
 
         return pg_upsert, conn.close, conn
     if target.vendor == "mysql":
@@ -149,7 +149,7 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
         def mysql_upsert(key: str, value: str) -> None:
             now = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")
             wire = to_wire(value)  # as the port sends a value to MariaDB/MySQL
-            my_cur.execute(my_sql, ("bench-floor", "cp", key, wire, None, "bench-task", now, now))
+            my_cur.execute(my_sql, ("bench-floor", "cp", key, wire, None, FLOOR_MAC, "bench-task", now, now))
 
         return mysql_upsert, my.close, my
     lite = sqlite_connect(target.sqlite_path)
@@ -158,7 +158,7 @@ def make_floor(target: Target) -> tuple[Callable[[str, str], object], Callable[[
 
     def sqlite_upsert(key: str, value: str) -> None:
         now = str(datetime.now(UTC).replace(tzinfo=None))
-        lite_cur.execute(sql, ("bench-floor", "cp", key, value, None, "bench-task", now, now))
+        lite_cur.execute(sql, ("bench-floor", "cp", key, value, None, FLOOR_MAC, "bench-task", now, now))
 
     return sqlite_upsert, lite.close, lite
 
@@ -615,8 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     )
     install_urls()
-    if target.vendor != "mysql":  # the floor runs the port's own MariaDB statement
-        check_statements(target.vendor)
+    check_statements(target.vendor)  # MariaDB: nothing to compare, the floor runs the port's own statement
     if (foreign := foreign_rows()) and not args.force:
         raise SystemExit(
             f"the tables hold {foreign} rows the bench did not write and it empties them: point --database "

@@ -36,6 +36,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.common import (  # noqa: E402 - needs the repository root on sys.path
+    FLOOR_MAC,
     SQL_CLAIM,
     SQL_READ,
     SQL_WRITE,
@@ -52,6 +53,7 @@ from bench.common import (  # noqa: E402 - needs the repository root on sys.path
     qmark,
     rotation,
     sqlite_connect,
+    stored_params,
     timed_async,
     timed_sync,
     us,
@@ -147,16 +149,17 @@ class Admin:
             self._lite.execute(f'DELETE FROM "{TABLE}"')
 
     def seed(self, rows: list[Item]) -> None:
+        """Rows written as the port writes them, with their real MACs: the port reads them back."""
         now = datetime.now(UTC)
         if self._pg is not None:
-            params_pg = [(t, c, k, v, None, TASK_ID, now, now) for t, c, k, v in rows]
+            params_pg = [stored_params(t, c, k, v, TASK_ID, now) for t, c, k, v in rows]
             with self._pg.cursor() as cur:
                 cur.executemany(SQL_WRITE, params_pg)
             self._pg.execute(f'ANALYZE "{TABLE}"')
         else:
             assert self._lite is not None
             stamp = str(now.replace(tzinfo=None))
-            params_lite = [(t, c, k, v, None, TASK_ID, stamp, stamp) for t, c, k, v in rows]
+            params_lite = [stored_params(t, c, k, v, TASK_ID, stamp) for t, c, k, v in rows]
             self._lite.execute("BEGIN IMMEDIATE")
             self._lite.executemany(qmark(SQL_WRITE), params_lite)
             self._lite.execute("COMMIT")
@@ -195,11 +198,11 @@ def sqlite_floor(path: str, *, check_same_thread: bool = True) -> Contender:
 
     def write(t: str, c: str, k: str, v: str) -> None:
         now = str(datetime.now(UTC).replace(tzinfo=None))
-        cur.execute(write_sql, (t, c, k, v, None, TASK_ID, now, now))
+        cur.execute(write_sql, (t, c, k, v, None, FLOOR_MAC, TASK_ID, now, now))
 
     def claim(t: str, c: str, k: str, v: str) -> bool:
         now = str(datetime.now(UTC).replace(tzinfo=None))
-        return cur.execute(claim_sql, (t, c, k, v, None, TASK_ID, now, now)).rowcount == 1
+        return cur.execute(claim_sql, (t, c, k, v, None, FLOOR_MAC, TASK_ID, now, now)).rowcount == 1
 
     ops: dict[str, SyncOp] = {
         "upsert_new": write,
@@ -224,11 +227,11 @@ def psycopg_floor(conninfo: str) -> Contender:
 
     def write(t: str, c: str, k: str, v: str) -> None:
         now = datetime.now(UTC)
-        cur.execute(SQL_WRITE, (t, c, k, v, None, TASK_ID, now, now), prepare=True)
+        cur.execute(SQL_WRITE, (t, c, k, v, None, FLOOR_MAC, TASK_ID, now, now), prepare=True)
 
     def claim(t: str, c: str, k: str, v: str) -> bool:
         now = datetime.now(UTC)
-        cur.execute(SQL_CLAIM, (t, c, k, v, None, TASK_ID, now, now), prepare=True)
+        cur.execute(SQL_CLAIM, (t, c, k, v, None, FLOOR_MAC, TASK_ID, now, now), prepare=True)
         return cur.rowcount == 1
 
     ops: dict[str, SyncOp] = {
@@ -269,11 +272,11 @@ def psycopg_async_floor(conninfo: str, loop: asyncio.AbstractEventLoop) -> Conte
 
     async def write(t: str, c: str, k: str, v: str) -> None:
         now = datetime.now(UTC)
-        await cur.execute(SQL_WRITE, (t, c, k, v, None, TASK_ID, now, now), prepare=True)
+        await cur.execute(SQL_WRITE, (t, c, k, v, None, FLOOR_MAC, TASK_ID, now, now), prepare=True)
 
     async def claim(t: str, c: str, k: str, v: str) -> bool:
         now = datetime.now(UTC)
-        await cur.execute(SQL_CLAIM, (t, c, k, v, None, TASK_ID, now, now), prepare=True)
+        await cur.execute(SQL_CLAIM, (t, c, k, v, None, FLOOR_MAC, TASK_ID, now, now), prepare=True)
         return cur.rowcount == 1
 
     ops: dict[str, AsyncOp] = {
