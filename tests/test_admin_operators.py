@@ -41,7 +41,8 @@ def test_the_uncounted_lists_offer_no_counts_and_ignore_a_request_for_them(
         legacy_request(n)
     admin_client.get(url)  # warm the session
 
-    with django_assert_num_queries(3):
+    # The unresumable list asks first where its rows start (the oldest request row of a stranded pause).
+    with django_assert_num_queries(4 if url == UNCOUNTED[0] else 3):
         response = admin_client.get(url, {"_facets": "True"})
 
     assert response.status_code == 200

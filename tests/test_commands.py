@@ -224,13 +224,16 @@ def test_expire_refuses_a_bad_batch_size(size: str) -> None:
 
 # -- turnstate_unresumable: pages and streams ----------------------------------------------
 
+TIED = (timezone.now() - timedelta(hours=1)).replace(microsecond=0)
+"""The instant of :func:`five_tied`: within ``TOKEN_MAX_AGE``, so its rows are listed."""
+
 
 @pytest.fixture
 def five_tied() -> list[str]:
     """Five request rows no ledger owns, written in the same instant: the pk breaks the tie."""
     for n in range(5):
         legacy_request(n)
-    CheckpointMetadata.objects.update(created_at="2026-01-01T00:00:00Z")
+    CheckpointMetadata.objects.update(created_at=TIED)
     return [f"legacy-{n}" for n in (4, 3, 2, 1, 0)]
 
 
@@ -261,7 +264,7 @@ def test_a_limited_stream_names_the_next_page_on_stderr(five_tied: list[str]) ->
 def test_a_limited_table_ends_with_the_next_cursor(five_tied: list[str]) -> None:
     text = run("turnstate_unresumable", "--limit", "4")
     assert "4 of 5 unresumable pause(s) shown" in text
-    assert "next page: --after 2026-01-01T00:00:00+00:00~" in text
+    assert f"next page: --after {TIED.isoformat()}~" in text
 
 
 def test_a_limited_table_says_how_many_are_shown_and_how_many_exist(both_kinds: dict[str, str]) -> None:

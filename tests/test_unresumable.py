@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from tests.pause_helpers import legacy_request, lose_turn_state, lost, mint
+from turnstate_app.checkpoints import payload_key
+from turnstate_app.conf import conf
 from turnstate_app.models import (
     UNRESUMABLE_NO_LEDGER,
     UNRESUMABLE_NO_TURN_STATE,
@@ -17,8 +24,9 @@ from turnstate_app.models import (
     RowKind,
     UnresumablePause,
 )
-from turnstate_app.pauses import resume_pause
+from turnstate_app.pauses import MintedPause, resume_pause
 from turnstate_app.ports import ModelCheckpointCommandPort
+from turnstate_app.status import lifecycle_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,14 +86,15 @@ def test_a_retried_call_sharing_a_request_key_is_judged_by_its_pending_pause() -
 
 
 @pytest.mark.parametrize("rows", [3, 30])
-def test_listing_costs_one_query_whatever_the_rows(rows: int) -> None:
+def test_listing_costs_two_queries_whatever_the_rows(rows: int) -> None:
+    """Where the rows start (the oldest request row of a stranded pause), then the rows."""
     for n in range(rows):
         legacy_request(n)
         lost(n)
     with CaptureQueriesContext(connection) as queries:
         listed = [(row.key, row.jti, row.reason) for row in UnresumablePause.objects.order_by("created_at")]
     assert len(listed) == 2 * rows
-    assert len(queries.captured_queries) == 1
+    assert len(queries.captured_queries) == 2
     assert Pause.objects.count() == rows
 
 
@@ -115,3 +124,63 @@ def test_a_reason_stored_on_the_ledger_row_lists_the_pause_with_that_reason(admi
     pause = Pause.objects.get(jti=stranded.claims.jti)
     change = admin_client.get(f"/admin/turnstate_app/pause/{pause.pk}/change/")
     assert reason.encode() in change.content
+
+
+# -- the window: a request row is listed while a pause for it could still be answered ----------
+
+
+def ask_long_ago(row: CheckpointMetadata | MintedPause, seconds: int) -> None:
+    """Move a request row's ``created_at`` ``seconds`` into the past (a pause's, or a legacy row)."""
+    rows = CheckpointMetadata.objects.all()
+    if isinstance(row, MintedPause):
+        rows = rows.filter(thread_id=row.claims.thread_id, key=payload_key(row.claims))
+    else:
+        rows = rows.filter(pk=row.pk)
+    assert rows.update(created_at=timezone.now() - timedelta(seconds=seconds)) == 1
+
+
+def listed_everywhere(admin_client: Any) -> dict[str, set[tuple[str, str | None]]]:
+    """(thread, jti) of each unresumable row as the manager, the admin page, REST and the command list it."""
+    page = admin_client.get("/admin/turnstate_app/unresumablepause/")
+    rest = admin_client.get("/api/turnstate/pauses/unresumable/")
+    assert rest.status_code == 200 and rest.json()["next"] is None
+    out = StringIO()
+    call_command("turnstate_unresumable", "--json", stdout=out)
+    return {
+        "manager": {(row.thread_id, row.jti) for row in UnresumablePause.objects.all()},
+        "admin": {(row.thread_id, row.jti) for row in page.context["cl"].result_list},
+        "rest": {(row["thread_id"], row["jti"]) for row in rest.json()["results"]},
+        "command": {(row["thread_id"], row["jti"]) for row in json.loads(out.getvalue())["results"]},
+    }
+
+
+def test_a_request_row_no_pause_owns_is_listed_only_while_a_token_for_it_could_verify(
+    admin_client: Any,
+) -> None:
+    """Past ``TOKEN_MAX_AGE`` no token for an unowned request row can be answered: like an
+    expired pause, it is not listed by any face; one inside that age is, and so are stranded
+    pauses."""
+    max_age = conf.TOKEN_MAX_AGE
+    ask_long_ago(legacy_request(1), max_age + 3600)
+    ask_long_ago(legacy_request(2), max_age - 3600)
+    stranded = lost(3)
+    expected = {("legacy-2", None), ("thread-3", stranded.claims.jti)}
+    assert listed_everywhere(admin_client) == dict.fromkeys(("manager", "admin", "rest", "command"), expected)
+
+
+def test_a_stranded_pause_is_listed_whatever_the_age_of_its_request_row(
+    admin_client: Any, turnstate_settings: dict[str, Any]
+) -> None:
+    """Its request row can be older than ``TOKEN_MAX_AGE``: written for an earlier pause of the
+    same tool call (a retry rewrites the row, its ``created_at`` stays), or the setting was
+    lowered after the mint. While the pause is answerable, it is listed."""
+    first = mint(1)
+    resume_pause(first.token, "x")
+    ask_long_ago(first, 30 * 24 * 3600)  # the first ask, a month ago
+    retry = lost(1)  # same thread, checkpoint and tool call: the same request row
+    earlier = lost(2)
+    turnstate_settings["TOKEN_MAX_AGE"] = 60  # lowered since: `earlier` keeps its expires_at
+    ask_long_ago(earlier, 3600)
+    expected = {("thread-1", retry.claims.jti), ("thread-2", earlier.claims.jti)}
+    assert listed_everywhere(admin_client) == dict.fromkeys(("manager", "admin", "rest", "command"), expected)
+    assert lifecycle_status().unresumable == 2  # the figure counts the same ledger pauses

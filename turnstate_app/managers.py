@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Concat
+from django.db.models.lookups import IsNull
 from django.utils import timezone
 
 from turnstate_app.after_answer import (
@@ -28,6 +29,7 @@ from turnstate_app.after_answer import (
     stalled_q,
 )
 from turnstate_app.choices import ContinuationState, PauseStatus, RowKind
+from turnstate_app.conf import conf
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.keys import TURN_STATE_KEY_PREFIX
 
@@ -127,26 +129,49 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
         whose turn-state row is absent, or whose ledger row says why it cannot be continued
         (``unresumable_reason``: its checkpoints were deleted; that reason is the row's, and
         ``stored_reason`` holds it), and a request row that no ledger pause owns. An
-        expired pause is not listed: its question can no longer be answered. One query,
-        whatever the number of rows: each request row is probed through the ledger's and
-        the store's own indexes.
+        expired pause is not listed: its question can no longer be answered.
+
+        The same holds for a request row no pause owns: a pause is answerable for
+        ``TOKEN_MAX_AGE`` from its mint, which writes the request row before it signs the token,
+        so such a row is listed while it is younger than that (:func:`asked_since`). A pause the
+        ledger still holds answerable is listed whatever the age of its request row. That row is
+        almost always as young (a mint fixes ``expires_at`` before it writes the request row, so
+        ``expires_at - TOKEN_MAX_AGE`` is at most the row's ``created_at``), but not always: a
+        retried call rewrites the request row of an earlier pause (same thread, checkpoint and
+        tool call) and keeps its ``created_at``, and a lowered ``TOKEN_MAX_AGE`` shortens no
+        ``expires_at`` already fixed. So the rows read start at the older of the window and the
+        oldest request row of a stranded pause (:func:`oldest_stranded_ask`).
+
+        Two queries, whatever the number of rows: that bound (asked here, when the QuerySet is
+        made, from the answerable pauses, as the ``unresumable`` figure reads them), then the
+        rows, read through the (kind, created_at) index from the bound on, each probed through
+        the ledger's and the store's own indexes. The bound is a value in the statement, not a
+        subquery, so every database reads only that range of the index: the cost follows the
+        request rows of the last ``TOKEN_MAX_AGE`` and the answerable pauses, never the history
+        the store holds.
         """
         now = timezone.now() if now is None else now
         ledger = self.model.ledger_model()
+        store = ledger.store_model()
         owners = ledger.objects.filter(
             thread_id=OuterRef("thread_id"),
             checkpoint_id=OuterRef("checkpoint_id"),
             request_key=OuterRef("key"),
         )
-        stranded = owners.filter(stranded_q(now, ledger.store_model())).order_by("-created_at", "-pk")
+        stranded = owners.filter(stranded_q(now, store)).order_by("-created_at", "-pk")
+        window = asked_since(now)
+        oldest = oldest_stranded_ask(now, ledger.objects.using(self.db), store)
         return (
             self.requests()
+            .filter(created_at__gte=window if oldest is None else min(window, oldest))
             .annotate(
                 jti=Subquery(stranded.values("jti")[:1]),
                 stored_reason=Subquery(stranded.values("unresumable_reason")[:1]),
-                has_ledger=Exists(owners),
+                # A scalar probe, not EXISTS: a database may run an EXISTS under OR as one hash
+                # of the whole ledger, which is history.
+                has_ledger=IsNull(Subquery(owners.order_by().values("pk")[:1]), False),
             )
-            .filter(Q(jti__isnull=False) | Q(has_ledger=False))
+            .filter(Q(jti__isnull=False) | Q(has_ledger=False, created_at__gte=window))
             .annotate(
                 reason=Case(
                     When(has_ledger=False, then=Value(UNRESUMABLE_NO_LEDGER)),
@@ -156,6 +181,40 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
                 )
             )
         )
+
+
+ASKED_MARGIN = timedelta(minutes=5)
+"""Beyond ``TOKEN_MAX_AGE``, how long a request row no pause owns stays listed: its token is signed
+after the row is written (a mint's other writes come between), and the clocks of the process that
+wrote it and of the one listing may differ by a little."""
+
+
+def asked_since(now: datetime) -> datetime:
+    """The oldest ``created_at`` of a request row no pause owns that a token could still answer at
+    ``now``: ``TOKEN_MAX_AGE`` (and :data:`ASKED_MARGIN`) ago."""
+    return now - timedelta(seconds=conf.TOKEN_MAX_AGE) - ASKED_MARGIN
+
+
+def oldest_stranded_ask(
+    now: datetime, pauses: models.QuerySet[Pause, Any], store: type[CheckpointMetadata]
+) -> datetime | None:
+    """The ``created_at`` of the oldest request row a stranded pause (:func:`stranded_q`) owns, or
+    None. One query: the answerable pauses through the ledger's status index, each probing the
+    store's unique index, as the ``unresumable`` figure reads them."""
+    asked = store.objects.filter(
+        thread_id=OuterRef("thread_id"),
+        checkpoint_id=OuterRef("checkpoint_id"),
+        key=OuterRef("request_key"),
+    ).values("created_at")[:1]
+    oldest: datetime | None = (
+        pauses.filter(stranded_q(now, store))
+        .annotate(asked=Subquery(asked))
+        .filter(asked__isnull=False)
+        .order_by("asked")
+        .values_list("asked", flat=True)
+        .first()
+    )
+    return oldest
 
 
 def stranded_q(now: datetime, store: type[CheckpointMetadata]) -> Q:

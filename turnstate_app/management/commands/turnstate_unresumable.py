@@ -1,7 +1,9 @@
 """The unresumable pauses, for scripts and terminals: the admin page's rows, newest first.
 
 ``--jsonl`` streams one JSON document per row in constant memory; ``--limit`` and ``--after``
-page by the key of the last row (printed as the next cursor), as the admin's list does.
+page by the key of the last row (printed as the next cursor), as the admin's list does. Either
+way the rows read are the request rows of the last ``TOKEN_MAX_AGE`` (and those of stranded
+pauses), never the store's history: ``CheckpointMetadataQuerySet.unresumable`` says why.
 """
 
 from __future__ import annotations
@@ -134,7 +136,8 @@ def shape(row: dict[str, Any], now: Any) -> dict[str, Any]:
 
 
 def total_of() -> str:
-    """How many unresumable pauses exist, counted no further than ``COUNT_CAP`` (one query)."""
+    """How many unresumable pauses exist, counted no further than ``COUNT_CAP`` (the list's two
+    queries: where its rows start, then the count)."""
     total = UnresumablePause.objects.all()[:COUNT_CAP].count()
     return f"at least {total}" if total >= COUNT_CAP else str(total)
 
