@@ -1,14 +1,18 @@
 #!/usr/bin/env python
-"""What operators wait for on a big store: ``turnstate_status`` and each of its figures, the
-status endpoint, the pause lists, and a purge.
+"""What operators wait for on a big store: every operator view of the app (each REST list with
+its filters and its first, 100th and last page, each detail, each admin list with every filter
+value, its search and its change page, each read-only command), each figure of
+``turnstate_status``, and a purge.
 
 A benchmark, not a test: it seeds PostgreSQL with COPY (not timed) with what 90 days of use
-leave (``bench/ops_seed.py``), at each size times every operation and every figure's own query
-in interleaved rounds, prints a table, writes ``bench/results/ops-postgresql.json`` (plus the
-plan of each figure's query at the biggest size, ``ops-explain.txt``) and exits 0 whether or not
-the targets are met. Figures and their reading: ``bench/OPS.md``. Run it from the repository root::
+leave (``bench/ops_seed.py``), at each size times every view (``bench/ops_views.py``) and every
+figure's own query in interleaved rounds, with the rows each returned or counted and the
+statements it ran, prints a table, writes ``bench/results/ops-postgresql.json`` (plus, at the
+biggest size, the plan of each figure's query and of the slowest statement of each view over
+the target, ``ops-explain.txt``) and exits 0 whether or not the targets are met. Figures and
+their reading: ``bench/OPS.md``. Run it from the repository root::
 
-    .venv/bin/python bench/ops.py                        # 10k, 1M and 5M store rows, then the purge
+    .venv/bin/python bench/ops.py --no-purge             # 10k, 1M and 10M store rows (about an hour)
     .venv/bin/python bench/ops.py --sizes 10000 100000 --no-purge
     .venv/bin/python bench/ops.py --purge-only           # the purge of 1M rows alone
 
@@ -18,7 +22,6 @@ It drops and recreates its own database (``turnstate_bench_ops`` by default), ne
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import platform
@@ -30,7 +33,6 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +44,14 @@ sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != BENCH_DI
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench import ops_seed  # noqa: E402  (after the path is fixed)
+from bench import ops_seed, ops_views  # noqa: E402  (after the path is fixed)
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/turnstate_bench_ops"
-DEFAULT_SIZES = (10_000, 1_000_000, 5_000_000)
+DEFAULT_SIZES = (10_000, 1_000_000, 10_000_000)
 ROUNDS = 15
+SLOW_MS = 1000.0
+SLOW_ROUNDS = 3
+"""A view whose untimed run took over SLOW_MS is timed in SLOW_ROUNDS rounds of its own."""
 STATUS_TARGET_RATIO = 1.5
 PURGE_TARGET_ROWS_PER_S = 50_000.0
 RSS_TARGET_MB = 150.0
@@ -145,44 +150,27 @@ def check_figures(now: datetime, limit: int, queries: dict[str, Callable[[], Any
     return problems
 
 
-def operations() -> dict[str, Callable[[], Any]]:
-    """What an operator (or a probe) waits for, each a callable."""
+def views() -> dict[str, ops_views.View]:
+    """Every operator view (``bench/ops_views.py``), plus ``lifecycle_status()`` on its own and
+    the yardstick of a count that reaches its cap."""
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.test import Client
-    from rest_framework.test import APIClient
 
-    from turnstate_app.status import lifecycle_status
+    from turnstate_app.models import Pause
+    from turnstate_app.status import DEFAULT_COUNT_LIMIT, bounded_count, lifecycle_status
 
     staff, _ = get_user_model().objects.get_or_create(
         username="bench", defaults={"is_staff": True, "is_superuser": True}
     )
-    api = APIClient()
-    api.force_authenticate(user=staff)
-    admin = Client()
-    admin.force_login(staff)
-
-    def get(client: Any, url: str) -> Callable[[], None]:
-        def action() -> None:
-            response = client.get(url)
-            if response.status_code != 200:
-                raise RuntimeError(f"GET {url}: {response.status_code}")
-
-        return action
-
-    from turnstate_app.models import Pause
-    from turnstate_app.status import DEFAULT_COUNT_LIMIT, bounded_count
+    found = ops_views.build(staff)
 
     return {
-        "turnstate_status": lambda: call_command("turnstate_status", stdout=io.StringIO()),
-        "lifecycle_status()": lifecycle_status,
-        "GET status/": get(api, API + "status/"),
-        "admin pause list": get(admin, "/admin/turnstate_app/pause/"),
-        "GET pauses/": get(api, API + "pauses/"),
-        "admin unresumable list": get(admin, "/admin/turnstate_app/unresumablepause/"),
+        **found,
+        "lifecycle_status()": ops_views.View(lambda: (lifecycle_status(), None)[1], "figure"),
         # What one count that reaches the cap costs (settled pauses, through the status index):
         # the yardstick of a figure whose rows counted grow past it.
-        "count to the cap": lambda: bounded_count(Pause.objects.settled(), DEFAULT_COUNT_LIMIT),
+        "count to the cap": ops_views.View(
+            lambda: bounded_count(Pause.objects.settled(), DEFAULT_COUNT_LIMIT), "figure"
+        ),
     }
 
 
@@ -205,7 +193,9 @@ def interleaved(actions: dict[str, Callable[[], Any]], rounds: int, rng: random.
     }
 
 
-def measure_size(rounds: int, rng: random.Random) -> dict[str, Any]:
+def measure_size(rounds: int, rng: random.Random) -> tuple[dict[str, Any], dict[str, ops_views.View]]:
+    """Each figure and each view: rows counted or returned and statements (one untimed run), then
+    median and worst ms over ``rounds`` interleaved rounds; a whole-store view once."""
     from django.db import connection
     from django.utils import timezone
 
@@ -214,24 +204,42 @@ def measure_size(rounds: int, rng: random.Random) -> dict[str, Any]:
     now, limit = timezone.now(), DEFAULT_COUNT_LIMIT
     queries = figure_queries(now, limit)
     problems = check_figures(now, limit, queries)
-    ops = operations()
-    result: dict[str, Any] = {"figures": {}, "operations": {}, "figure_problems": problems}
+    started = time.perf_counter()
+    found = views()
+    result: dict[str, Any] = {
+        "figures": {},
+        "views": {},
+        "figure_problems": problems,
+        "views_setup_seconds": round(time.perf_counter() - started, 1),
+    }
     for name, query in queries.items():
         result["figures"][name] = {"counted": query(), "capped": False}
         if name != "oldest_pending_age_seconds":
             result["figures"][name]["capped"] = result["figures"][name]["counted"] >= limit
-    for name, op in ops.items():
+    timed: dict[str, Callable[[], Any]] = {}
+    slow: dict[str, Callable[[], Any]] = {}
+    for name, view in found.items():
+        if view.whole_store:
+            continue  # after the rest: measure_whole_store
         statements: list[tuple[str, str]] = []
-        with capturing(statements):
-            op()
-        result["operations"][name] = {"statements": len(statements)}
-    timings = interleaved({**{f"figure:{n}": q for n, q in queries.items()}, **ops}, rounds, rng)
+        start = time.perf_counter()
+        with capturing(statements, count_only=True):
+            rows = view.run()
+        ms = (time.perf_counter() - start) * 1000
+        entry: dict[str, Any] = {"kind": view.kind, "rows": rows, "statements": len(statements)}
+        if view.depth is not None:
+            entry["depth"] = view.depth
+        (slow if ms > SLOW_MS else timed)[name] = view.run
+        result["views"][name] = entry
+    timings = interleaved({**{f"figure:{n}": q for n, q in queries.items()}, **timed}, rounds, rng)
     for key, timing in timings.items():
         kind, _, name = key.partition(":")
-        if kind == "figure":
+        if kind == "figure" and name in result["figures"]:
             result["figures"][name] |= timing
         else:
-            result["operations"][key] |= timing
+            result["views"][key] |= timing | {"samples": rounds}
+    for key, timing in interleaved(slow, min(rounds, SLOW_ROUNDS), rng).items():
+        result["views"][key] |= timing | {"samples": min(rounds, SLOW_ROUNDS)}
     result["count_limit"] = limit
     with connection.cursor() as cursor:
         cursor.execute(
@@ -239,7 +247,24 @@ def measure_size(rounds: int, rng: random.Random) -> dict[str, Any]:
             [ops_seed.META, ops_seed.PAUSE],
         )
         result["store_size"], result["ledger_size"] = cursor.fetchone()
-    return result
+    return result, found
+
+
+def measure_whole_store(found: dict[str, ops_views.View]) -> dict[str, Any]:
+    """The views that read the whole store by design, each run once (timed, statements counted)."""
+    measured: dict[str, dict[str, Any]] = {}
+    for name, view in found.items():
+        if not view.whole_store:
+            continue
+        statements: list[tuple[str, str]] = []
+        start = time.perf_counter()
+        with capturing(statements, count_only=True):
+            rows = view.run()
+        ms = round((time.perf_counter() - start) * 1000, 1)
+        measured[name] = {"kind": view.kind, "rows": rows, "statements": len(statements), "whole_store": True}
+        measured[name] |= {"median_ms": ms, "max_ms": ms, "samples": 1}
+        print(f"  {name}: {ms} ms, {rows} rows", flush=True)
+    return measured
 
 
 def explain_figures(now: datetime, limit: int) -> str:
@@ -259,6 +284,60 @@ def explain_figures(now: datetime, limit: int) -> str:
     return "\n".join(parts)
 
 
+def explain_views(report: dict[str, Any], found: dict[str, ops_views.View]) -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of the slowest statement of each view over the target ratio
+    (its median at the last size against the first), as the view sent it."""
+    sizes = list(report["sizes"])
+    first, last = report["sizes"][sizes[0]]["views"], report["sizes"][sizes[-1]]["views"]
+    parts = []
+    for name, view in found.items():
+        base, now = first.get(name, {}).get("median_ms"), last[name]["median_ms"]
+        if view.whole_store or not base or now / base <= STATUS_TARGET_RATIO:
+            continue
+        statements: list[tuple[str, Any, float]] = []
+        with timing_statements(statements):
+            view.run()
+        if not statements:
+            continue
+        sql, params, ms = max(statements, key=lambda s: s[2])
+        from django.db import connection
+
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+        except Exception as error:  # noqa: BLE001  (a plan that cannot be had is noted, the run goes on)
+            plan = f"(no plan: {error})"
+        shown = sql % tuple(literal(p) for p in params) if params else sql
+        parts.append(
+            f"=== view: {name} ({now / base:.1f}x; slowest of {len(statements)} statements, {ms:.1f} ms)\n"
+            f"{shown}\n\n{plan}\n"
+        )
+    return "\n".join(parts)
+
+
+class timing_statements:  # noqa: N801  (a context manager, like capturing)
+    """Notes each statement on the default connection with its parameters and its ms."""
+
+    def __init__(self, into: list[tuple[str, Any, float]]) -> None:
+        from django.db import connection
+
+        def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                into.append((sql, params, (time.perf_counter() - start) * 1000))
+
+        self._context = connection.execute_wrapper(wrapper)
+
+    def __enter__(self) -> None:
+        self._context.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._context.__exit__(*exc)
+
+
 def literal(value: Any) -> str:
     """A parameter as it reads in SQL, for the statement printed above its plan."""
     if isinstance(value, datetime):
@@ -270,14 +349,16 @@ def literal(value: Any) -> str:
 
 class capturing:  # noqa: N801  (used as a context manager, like Django's CaptureQueriesContext)
     """Notes each statement run on the default connection (``(sql, repr(params))``; with
-    ``keep_params`` the parameters themselves), through a public ``execute_wrapper``: the test
-    Client resets Django's own query log."""
+    ``keep_params`` the parameters themselves; with ``count_only`` nothing but that it ran),
+    through a public ``execute_wrapper``: the test Client resets Django's own query log."""
 
-    def __init__(self, into: list[Any], *, keep_params: bool = False) -> None:
+    def __init__(self, into: list[Any], *, keep_params: bool = False, count_only: bool = False) -> None:
         from django.db import connection
 
         def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-            into.append((sql, params if keep_params else repr(params)))
+            # count_only: the statements of a whole-store command (22k at 10M rows, some with a
+            # thousand ids each) would otherwise weigh on the bench's own peak RSS.
+            into.append(("", "") if count_only else (sql, params if keep_params else repr(params)))
             return execute(sql, params, many, context)
 
         self._context = connection.execute_wrapper(wrapper)
@@ -287,49 +368,6 @@ class capturing:  # noqa: N801  (used as a context manager, like Django's Captur
 
     def __exit__(self, *exc: Any) -> None:
         self._context.__exit__(*exc)
-
-
-# --- deeper admin pages (--deep-pages) --------------------------------------------------------
-
-DEPTHS = (11, 51, 101)
-"""The admin pages measured with ``--deep-pages``: the ones reached by following "Next page"."""
-
-
-def measure_deep_pages(rounds: int, rng: random.Random) -> dict[str, Any]:
-    """Later pages of the admin's lists and their exact searches (reached untimed, then timed)."""
-    from django.contrib.auth import get_user_model
-    from django.test import Client
-
-    from turnstate_app.models import Pause
-
-    admin = Client()
-    admin.force_login(get_user_model().objects.get(username="bench"))
-    actions: dict[str, Callable[[], Any]] = {}
-    for name in ("unresumablepause", "pause", "checkpointmetadata"):
-        url = f"/admin/turnstate_app/{name}/"
-        for depth, page_url in pages_at_depths(admin, url, DEPTHS).items():
-            actions[f"admin {name} page {depth}"] = partial(admin.get, page_url)
-    thread = Pause.objects.order_by("pk").values_list("thread_id", flat=True).first()
-    for name in ("unresumablepause", "pause"):
-        actions[f"admin {name} search"] = partial(admin.get, f"/admin/turnstate_app/{name}/?q={thread}")
-    return interleaved(actions, rounds, rng)
-
-
-def pages_at_depths(client: Any, url: str, depths: tuple[int, ...]) -> dict[int, str]:
-    """The URL of each page in ``depths`` that exists, by following the footer's "Next page" (untimed)."""
-    import html
-    import re
-
-    found = {}
-    page, current = 1, url
-    while page < max(depths):
-        link = re.search(r'href="(\?[^"]*)" class="turnstate-next"', client.get(current).content.decode())
-        if link is None:
-            break
-        page, current = page + 1, url + html.unescape(link.group(1))
-        if page in depths:
-            found[page] = current
-    return found
 
 
 # --- the purge --------------------------------------------------------------------------------
@@ -401,7 +439,6 @@ def main() -> None:
         "--purge-rows", type=int, default=1_000_000, help="store rows to purge (default: %(default)s)"
     )
     parser.add_argument("--batch-size", type=int, default=1000)
-    parser.add_argument("--deep-pages", action="store_true", help="also time later admin pages and searches")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--output", default=None, help="file name under bench/results/")
     args = parser.parse_args()
@@ -444,9 +481,7 @@ def main() -> None:
         )
         load = os.getloadavg()[0]
         started = time.perf_counter()
-        measured = measure_size(args.rounds, rng)
-        if args.deep_pages:
-            measured["deep_pages"] = measure_deep_pages(args.rounds, rng)
+        measured, found = measure_size(args.rounds, rng)
         timing = time.perf_counter() - started
         for problem in measured["figure_problems"]:
             print(f"WARNING: {problem}", flush=True)
@@ -457,11 +492,21 @@ def main() -> None:
             "timing_seconds": round(timing, 1),
             "load_before": round(load, 2),
             "load_after": round(os.getloadavg()[0], 2),
+            # Seeding streams its rows: this stays flat from size to size, or something holds them.
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             **measured,
         }
         print(f"timed {size} rows in {timing:.0f}s", flush=True)
+        write_report(report, args.output)  # a run cut short keeps the sizes it finished
+        report["sizes"][str(size)]["views"] |= measure_whole_store(found)
+        report["sizes"][str(size)]["peak_rss_mb"] = round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+        )
+        write_report(report, args.output)
         if index == len(args.sizes) - 1:
             explain = explain_figures(timezone.now(), DEFAULT_COUNT_LIMIT)
+            if index:
+                explain += explain_views(report, found)
     if not args.no_purge and args.purge_rows:
         started = time.perf_counter()
         shape = ops_seed.seed_purgeable(args.purge_rows, args.seed)
@@ -476,15 +521,24 @@ def main() -> None:
         print(json.dumps(report["purge"]), flush=True)
     report["run_seconds"] = round(time.perf_counter() - run_started)
     print_table(report)
-    results = BENCH_DIR / "results"
-    results.mkdir(exist_ok=True)
-    (results / args.output).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(report, args.output)
     if explain:
         biggest = args.sizes[-1]
         header = (
-            f"EXPLAIN (ANALYZE, BUFFERS) of each figure's query at {biggest} store rows, {report['date']}\n\n"
+            f"EXPLAIN (ANALYZE, BUFFERS) of each figure's query, then of the slowest statement of each "
+            f"view over {STATUS_TARGET_RATIO}x its cost at the first size, at {biggest} store rows, "
+            f"{report['date']}\n\n"
         )
-        (results / "ops-explain.txt").write_text(header + explain)
+        # Beside its report: a quick run under another --output leaves the full run's plans alone.
+        default = args.output == "ops-postgresql.json"
+        plans = "ops-explain.txt" if default else args.output.removesuffix(".json") + "-explain.txt"
+        (BENCH_DIR / "results" / plans).write_text(header + explain)
+
+
+def write_report(report: dict[str, Any], output: str) -> None:
+    results = BENCH_DIR / "results"
+    results.mkdir(exist_ok=True)
+    (results / output).write_text(json.dumps(report, indent=2) + "\n")
 
 
 def label(size: str) -> str:
@@ -515,19 +569,41 @@ def print_table(report: dict[str, Any]) -> None:
         )
 
 
+def loads(size: dict[str, Any]) -> str:
+    return f"{size['load_before']}, {size['load_after']}"
+
+
 def print_sizes(report: dict[str, Any], sizes: list[str]) -> None:
-    first, width, base = report["sizes"][sizes[0]], 26, f"x{label(sizes[0])}"
-    print(f"\n{'store rows':<24}" + "".join(f"{label(s) + ' rows':>{width}}" for s in sizes))
-    print(f"{'pauses':<24}" + "".join(f"{report['sizes'][s]['shape']['pauses']:>{width}}" for s in sizes))
-    print(f"\n{'operation (median)':<24}" + f"{'ms  ' + base + '  statements':>{width}}" * len(sizes))
-    for name in first["operations"]:
+    """Per view: median ms, ratio to the first size, rows returned or counted, statements."""
+    first, width, base = report["sizes"][sizes[0]], 30, f"x{label(sizes[0])}"
+    name_width = 58
+    print(f"\n{'store rows':<{name_width}}" + "".join(f"{label(s) + ' rows':>{width}}" for s in sizes))
+    print(
+        f"{'pauses':<{name_width}}"
+        + "".join(f"{report['sizes'][s]['shape']['pauses']:>{width}}" for s in sizes)
+    )
+    print(
+        f"{'peak RSS MB':<{name_width}}"
+        + "".join(f"{report['sizes'][s]['peak_rss_mb']:>{width}}" for s in sizes)
+    )
+    print(
+        f"{'load before, after':<{name_width}}"
+        + "".join(f"{loads(report['sizes'][s]):>{width}}" for s in sizes)
+    )
+    print(f"\n{'view (median)':<{name_width}}" + f"{'ms  ' + base + '  rows  stmts':>{width}}" * len(sizes))
+    for name in first["views"]:
         cells = []
         for s in sizes:
-            op = report["sizes"][s]["operations"][name]
-            times = ratio(op["median_ms"], first["operations"][name]["median_ms"])
-            cells.append(f"{op['median_ms']:>9.1f}  {times:>6}  {op['statements']:>3}q")
-        print(f"{name:<24}" + "".join(f"{c:>{width}}" for c in cells))
-    print(f"\n{'figure (median)':<24}" + f"{'counted       ms   ' + base:>{width}}" * len(sizes))
+            view = report["sizes"][s]["views"].get(name)
+            if view is None:
+                cells.append("-")
+                continue
+            times = ratio(view["median_ms"], first["views"][name]["median_ms"])
+            rows = "-" if view["rows"] is None else str(view["rows"])
+            depth = f"@{view['depth']}" if "depth" in view else ""
+            cells.append(f"{view['median_ms']:>8.1f} {times:>6} {rows + depth:>7} {view['statements']:>3}q")
+        print(f"{name[: name_width - 1]:<{name_width}}" + "".join(f"{c:>{width}}" for c in cells))
+    print(f"\n{'figure (median)':<{name_width}}" + f"{'counted       ms   ' + base:>{width}}" * len(sizes))
     for name in first["figures"]:
         cells = []
         for s in sizes:
@@ -535,16 +611,11 @@ def print_sizes(report: dict[str, Any], sizes: list[str]) -> None:
             counted = "-" if fig["counted"] is None else f"{fig['counted']}{'+' if fig['capped'] else ''}"
             times = ratio(fig["median_ms"], first["figures"][name]["median_ms"])
             cells.append(f"{counted:>9} {fig['median_ms']:>8.1f} {times:>6}")
-        print(f"{name:<24}" + "".join(f"{c:>{width}}" for c in cells))
+        print(f"{name:<{name_width}}" + "".join(f"{c:>{width}}" for c in cells))
     print(
-        f"\ntarget: turnstate_status and GET status/ within {STATUS_TARGET_RATIO}x of their 10k cost where "
-        "the rows counted are the same, within their cap's cost (count to the cap) where they are not"
+        f"\ntarget: each view within {STATUS_TARGET_RATIO}x of its {label(sizes[0])} cost at "
+        f"{label(sizes[-1])} (rows: returned or counted; @N: the page reached when a list has fewer than 100)"
     )
-    for s in sizes:
-        deep = report["sizes"][s].get("deep_pages")
-        if deep:
-            medians = {k: v["median_ms"] for k, v in deep.items()}
-            print(f"{label(s)}: deeper pages and searches (median ms): {medians}")
 
 
 if __name__ == "__main__":

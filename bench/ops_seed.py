@@ -1,13 +1,14 @@
 """The store ``bench/ops.py`` measures: what 90 days of use leave in the two tables.
 
 Seeding is not timed. Rows are generated one pause group (a "slot") at a time and streamed to
-PostgreSQL's ``COPY … FREEZE`` as text, so a 5M-row store never exists as a list in memory: the
+PostgreSQL's ``COPY … FREEZE`` as text, so a 10M-row store never exists as a list in memory: the
 store's rows go straight to the server, the ledger's to a temporary file copied after them.
 Each slot draws from its own random generator, so a size gives the same rows on every run.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import tempfile
 import time
@@ -63,7 +64,7 @@ HISTORY_DAYS = 90
 MAX_AGE = 7 * DAY
 """A token's life (``TOKEN_MAX_AGE``'s default)."""
 PAUSES_PER_ROW = 0.153
-"""Pauses per store row: 1.5k, 153k, 767k pauses at 10k, 1M, 5M rows."""
+"""Pauses per store row: 1.5k, 153k, 1.5M pauses at 10k, 1M, 10M rows."""
 OWNERS = 50
 """People who answer; 70% of pauses have one of them as owner, the rest are unowned."""
 
@@ -358,8 +359,7 @@ def seed_store(n_rows: int, seed: int, owner_ids: list[int]) -> dict[str, Any]:
         for kind, ms in sample
     ) / len(sample)
     others_per_slot = max(0.0, n_rows / slots - own)
-    order = list(range(slots))
-    random.Random(seed).shuffle(order)
+    order = scattered(slots, seed)
     shape = Shape()
     with (
         tempfile.TemporaryFile("w+", encoding="utf-8") as ledger_file,
@@ -404,6 +404,22 @@ def reanchor_running(started: float) -> int:
     shift = timedelta(seconds=time.time() - started)
     at = datetime.fromtimestamp(started, UTC)
     return Pause.objects.running(at).update(continuation_since=F("continuation_since") + shift)
+
+
+def scattered(count: int, seed: int) -> Iterator[int]:
+    """``0 … count - 1``, each once, in an order unrelated to their value, computed one at a time
+    (``i -> (a * i + b) mod count`` with ``a`` prime to ``count``): at 10M store rows a shuffled
+    list of the 1.5M slots would hold about 60 MB for the whole seeding."""
+    rng = random.Random(seed)
+    if count < 3:
+        yield from range(count)
+        return
+    step = rng.randrange(count // 3, count)
+    while math.gcd(step, count) != 1:
+        step += 1
+    start = rng.randrange(count)
+    for i in range(count):
+        yield (start + step * i) % count
 
 
 def tally(shape: Shape, kind: str, members: list[Member]) -> None:

@@ -181,6 +181,26 @@ def test_the_ledger_searches_by_jti(admin_client: Client, both_kinds: dict[str, 
     assert [row.jti for row in response.context["cl"].result_list] == [both_kinds["lost"]]
 
 
+def test_the_store_searches_a_pause_s_rows_by_its_jti_and_matches_ids_exactly(
+    admin_client: Client, both_kinds: dict[str, str]
+) -> None:
+    """The store's search is by index only: a thread id exactly, or a jti, which finds the rows of
+    that pause's checkpoint; a fragment of a key is no search term (it would read the whole store)."""
+    pause = Pause.objects.get(jti=both_kinds["lost"])
+    expected = set(
+        CheckpointMetadata.objects.filter(
+            thread_id=pause.thread_id, checkpoint_id=pause.checkpoint_id
+        ).values_list("pk", flat=True)
+    )
+
+    by_jti = admin_client.get(CHANGE_LISTS[2], {"q": pause.jti})
+    by_fragment = admin_client.get(CHANGE_LISTS[2], {"q": pause.request_key[:-3]})
+
+    assert expected
+    assert {row.pk for row in by_jti.context["cl"].result_list} == expected
+    assert list(by_fragment.context["cl"].result_list) == []
+
+
 @pytest.mark.parametrize("model", ["unresumablepause", "pause", "checkpointmetadata"])
 def test_not_even_a_superuser_may_add_change_or_delete(
     admin_client: Client, both_kinds: dict[str, str], model: str

@@ -55,7 +55,7 @@ def test_the_uncounted_lists_offer_no_counts_and_ignore_a_request_for_them(
         *((UNCOUNTED[0], UnresumablePauseAdmin, query) for query in ({}, {"q": "legacy-1"})),
         *(
             (UNCOUNTED[1], CheckpointMetadataAdmin, query)
-            for query in ({}, {"q": "legacy-1"}, {"q": "interrupt_payload"})
+            for query in ({}, {"q": "legacy-1"}, {"q": "shared"})
         ),
     ],
 )
@@ -65,6 +65,7 @@ def test_an_uncounted_list_never_calls_the_rows_of_a_page_a_total(
     monkeypatch.setattr(admin_class, "list_per_page", 2)
     for n in range(5):
         legacy_request(n)
+        legacy_request(10 + n, thread_id="shared")  # a search that matches more than a page
     response = admin_client.get(url, query)
     html = response.content.decode()
     search_bar = html.split('id="changelist-search"', 1)[1].split("</form>", 1)[0]

@@ -13,16 +13,18 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from functools import partial
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
 from tests.factories import PauseFactory
 from turnstate_app.choices import ContinuationState as State
-from turnstate_app.choices import PauseStatus
+from turnstate_app.choices import PauseStatus, RowKind
 from turnstate_app.managers import GROUP_STATE, GROUP_STATES
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.status import lifecycle_status
@@ -149,9 +151,28 @@ def seed_a_store_in_use() -> None:
         CheckpointMetadata(thread_id=f"old-{i}", checkpoint_id="cp", key=f"channel_values:{i}", value="{}")
         for i in range(FILLER)
     )
+    seed_request_rows(long_ago)
     with connection.cursor() as cursor:
         for table in LEDGER_TABLES:
             cursor.execute(f"ANALYZE {connection.ops.quote_name(table)}")
+
+
+def seed_request_rows(long_ago: datetime) -> None:
+    """Each pause's request row (the old pauses' asked a month ago, as they were), a few request
+    rows no pause owns asked today, and :data:`LEFT_BEHIND` asked a month ago: the history the
+    unresumable list must not read (no token for them can be answered any more)."""
+
+    def request(thread_id: str, checkpoint_id: str, key: str) -> CheckpointMetadata:
+        return CheckpointMetadata(thread_id=thread_id, checkpoint_id=checkpoint_id, key=key, value="{}")
+
+    pauses = Pause.objects.values_list("thread_id", "checkpoint_id", "request_key", "expires_at")
+    old_pauses = [request(*ids) for *ids, expires_at in pauses if expires_at <= long_ago + LONG_AGO]
+    new_pauses = [request(*ids) for *ids, expires_at in pauses if expires_at > long_ago + LONG_AGO]
+    unowned = [request(f"legacy-{i}", "cp", f"interrupt_payload:{i}") for i in range(LEFT_BEHIND + 5)]
+    CheckpointMetadata.objects.bulk_create(new_pauses + unowned[LEFT_BEHIND:])
+    old = CheckpointMetadata.objects.bulk_create(old_pauses + unowned[:LEFT_BEHIND])
+    asked = CheckpointMetadata.objects.filter(pk__in=[row.pk for row in old]).update(created_at=long_ago)
+    assert asked == len(old) and {row.kind for row in old} == {RowKind.REQUEST}
 
 
 def statements_of(action: Callable[[], Any]) -> list[tuple[str, Any]]:
@@ -218,6 +239,15 @@ def figures_and_lists(now: datetime, admin: Client) -> dict[str, Callable[[], An
         "GET pauses/, the next page": lambda: admin.get(admin.get("/api/turnstate/pauses/").json()["next"]),
         "unresumable pauses": lambda: list(ledger.stranded(now)[page]),
         "unresumable rows": lambda: list(CheckpointMetadata.objects.unresumable(now)[page]),
+        "unresumable rows, the whole list": lambda: list(CheckpointMetadata.objects.unresumable(now)),
+        "GET pauses/unresumable/": lambda: admin.get("/api/turnstate/pauses/unresumable/"),
+        "admin unresumable list": lambda: admin.get("/admin/turnstate_app/unresumablepause/"),
+        "turnstate_unresumable --jsonl": partial(
+            call_command, "turnstate_unresumable", "--jsonl", stdout=StringIO()
+        ),
+        "turnstate_unresumable --limit 10": partial(
+            call_command, "turnstate_unresumable", "--json", "--limit", "10", stdout=StringIO()
+        ),
         "failed_groups": lambda: list(ledger.failed_groups(now)[page]),
     }
     for state in GROUP_STATES:
@@ -232,6 +262,12 @@ def figures_and_lists(now: datetime, admin: Client) -> dict[str, Callable[[], An
             admin.get, f"/admin/turnstate_app/pause/?continuation={figure}"
         )
     operations["admin pause list"] = lambda: admin.get("/admin/turnstate_app/pause/")
+    some = ledger.order_by("pk").values("jti", "thread_id").first()
+    assert some is not None
+    for what in ("jti", "thread_id"):
+        operations[f"admin store search by {what}"] = partial(
+            admin.get, "/admin/turnstate_app/checkpointmetadata/", {"q": some[what]}
+        )
     return operations
 
 
@@ -249,3 +285,58 @@ def test_no_figure_or_state_list_reads_the_ledger_or_the_store_whole(admin_clien
             if found:
                 offenders.setdefault(name, []).extend(found)
     assert not offenders, json.dumps(offenders, indent=1)
+
+
+def sorts_of(sql: str, params: Any) -> list[str]:
+    """The sort nodes of ``sql``'s plan (as run): a list that sorts the rows it reads instead of
+    reading them in the order of an index."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        document = cursor.fetchone()[0]
+    plan = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+    return [
+        f"{node['Node Type']} by {', '.join(node.get('Sort Key', []))}"
+        for node, _limited in plan_nodes(plan)
+        if "Sort" in node["Node Type"]
+    ]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plans are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # as above: VACUUM FULL first, no statistics left behind
+def test_the_store_list_reads_its_rows_in_the_order_of_an_index(admin_client: Client) -> None:
+    """``GET checkpoints/`` pages by ``(created_at, id)``: read in that order through
+    ``turnstate_ckpt_created_idx``, never a sort of the whole store per page."""
+    seed_a_store_in_use()
+    first = admin_client.get("/api/turnstate/checkpoints/")
+    assert first.status_code == 200 and first.json()["next"]
+    pages = {
+        "GET checkpoints/": lambda: admin_client.get("/api/turnstate/checkpoints/"),
+        "GET checkpoints/, the next page": lambda: admin_client.get(first.json()["next"]),
+    }
+    sorted_pages = {}
+    for name, action in pages.items():
+        statements = statements_of(action)
+        assert statements, f"{name} ran no statement on the store"
+        found = [sort for sql, params in statements for sort in sorts_of(sql, params)]
+        if found:
+            sorted_pages[name] = found
+    assert not sorted_pages, json.dumps(sorted_pages, indent=1)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plans are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # as above: VACUUM FULL first, no statistics left behind
+def test_a_session_filter_reads_the_session_s_pauses_through_an_index(admin_client: Client) -> None:
+    """``GET pauses/?session_id=`` finds the session's pauses through ``turnstate_pause_session_idx``,
+    not by reading the ledger and dropping every other session's."""
+    seed_a_store_in_use()
+    wanted = list(Pause.objects.order_by("pk").values_list("pk", flat=True)[:3])
+    Pause.objects.filter(pk__in=wanted).update(session_id="session-wanted")
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Pause._meta.db_table)}")
+    url = "/api/turnstate/pauses/?session_id=session-wanted"
+    response = admin_client.get(url)
+    assert response.status_code == 200 and len(response.json()["results"]) == 3
+    statements = statements_of(lambda: admin_client.get(url))
+    assert statements, "the list ran no statement on the ledger"
+    found = [read for sql, params in statements for read in unbounded_reads(sql, params)]
+    assert not found, json.dumps(found, indent=1)

@@ -312,7 +312,8 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
     list_display = ("thread", "checkpoint", "row_key", "kind", "created_at", "updated_at")
     list_display_links = ("thread",)
     list_filter = (KindFilter, AgeFilter)
-    search_fields = ("=thread_id", "=checkpoint_id", "key")
+    search_fields = ("=thread_id",)  # what get_search_results matches: see there
+    search_help_text = _("A thread id, or a token id (jti) for the rows of its pause's checkpoint, exactly.")
     ordering = ("-pk",)  # newest first, by the primary key's index (created_at has none of its own)
     sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     show_facets = admin.ShowFacets.NEVER  # "Show counts" would COUNT the whole store per filter
@@ -373,6 +374,21 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
     @admin.display(description=_("value"))
     def pretty_value(self, row: CheckpointMetadata) -> str:
         return sealed_value_block(row)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        """Index lookups only, never a scan of the store: the thread's rows (the unique constraint
+        leads with the thread id), or, for a jti, the rows of its pause's checkpoint (the jti is
+        looked up in the ledger first, one query)."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        condition = Q(thread_id=term)
+        pause = Pause.objects.filter(jti=term).values("thread_id", "checkpoint_id").first()
+        if pause is not None:
+            condition |= Q(thread_id=pause["thread_id"], checkpoint_id=pause["checkpoint_id"])
+        return queryset.filter(condition), False
 
 
 @admin.register(Pause)

@@ -126,7 +126,12 @@ class CheckpointMetadata(models.Model):
     class Meta:
         verbose_name = _("checkpoint metadata row")
         verbose_name_plural = _("checkpoint metadata rows")
-        indexes = [models.Index(fields=["kind", "created_at"], name="turnstate_ckpt_kind_idx")]
+        indexes = [
+            models.Index(fields=["kind", "created_at"], name="turnstate_ckpt_kind_idx"),
+            # The order of GET checkpoints/ (cursor pages by created_at, then id): read in order,
+            # never a sort of the whole store.
+            models.Index(fields=["created_at", "id"], name="turnstate_ckpt_created_idx"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["thread_id", "checkpoint_id", "key"],
@@ -325,6 +330,8 @@ class Pause(models.Model):
             models.Index(fields=["continuation", "continuation_since"], name="turnstate_pause_contin_idx"),
             models.Index(fields=["thread_id"], name="turnstate_pause_thread_idx"),
             models.Index(fields=["run_id"], name="turnstate_pause_run_idx"),  # the admin's search
+            # GET pauses/?session_id=: a session's pauses, not every pause read and filtered.
+            models.Index(fields=["session_id"], name="turnstate_pause_session_idx"),
             models.Index(fields=["group", "created_at"], name="turnstate_pause_group_idx"),
             models.Index(
                 fields=["thread_id", "checkpoint_id", "request_key"], name="turnstate_pause_request_idx"
