@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents demo-google-adk dist soak soak-workers redis mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-demos test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents demo-google-adk dist soak soak-workers redis mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -21,6 +21,7 @@ help:
 	@echo "make demo-openai-agents  an OpenAI Agents SDK run's two approvals, answered over HTTP, continued once"
 	@echo "make demo-google-adk  a Google ADK invocation's two confirmations (one with a payload), answered over HTTP, continued once"
 	@echo "make test          the suite on SQLite and on PostgreSQL, both at once"
+	@echo "make test-demos    every demo and README quickstart end to end, each in processes of its own (SQLite)"
 	@echo "make test-mariadb  the suite on MariaDB"
 	@echo "make test-sqlite-memory  the LangGraph bridge tests on Django's in-memory test database, 20 times"
 	@echo "make test-django6  the suite with Django 6 on Python 3.12"
@@ -49,6 +50,11 @@ test:
 
 test-sqlite: install
 	DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The demos and the README's quickstarts, end to end: each starts its own server and worker on a
+# SQLite file of its own, so they run once, here (CI runs this target; `make test` leaves them out).
+test-demos: install
+	DATABASE_URL= $(VENV)/bin/pytest -m demo $(PYTEST_ARGS)
 
 # The LangGraph bridge tests on Django's default test database (SQLite in memory, shared cache:
 # tests/settings_memory.py), as a host's own suite runs them; repeated, since a lock between two

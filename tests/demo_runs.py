@@ -1,7 +1,7 @@
 """Runs an example_project demo script end to end, as `make demo*` and CI run it.
 
 The demo tests share this so each keeps only what its demo must show. A demo starts its own
-server and worker on its own SQLite file, so the tests run once per leg, on the SQLite leg.
+server and worker on its own SQLite file, so the tests run once, on SQLite (`make test-demos`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-only_on_sqlite = pytest.mark.skipif(
-    not (os.environ.get("DATABASE_URL") or "sqlite").startswith("sqlite"),
-    reason="the demo runs once per leg, on its own SQLite file; the database legs test the app",
-)
+only_on_sqlite = [
+    # `make test-demos` runs them (CI too), not `make test`: each starts its own server and worker
+    # processes, and together they are half of a SQLite leg's time.
+    pytest.mark.demo,
+    pytest.mark.skipif(
+        not (os.environ.get("DATABASE_URL") or "sqlite").startswith("sqlite"),
+        reason="the demo runs once per leg, on its own SQLite file; the database legs test the app",
+    ),
+]
 
 
 def run_demo(script: str, database_url: str, *, timeout: float) -> subprocess.CompletedProcess[str]:
