@@ -24,7 +24,7 @@ processes, so a redelivered answer runs nothing again. Then, holding the thread'
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents import Runner, RunState
@@ -57,7 +57,8 @@ def continue_run(
     latest = _Latest(agent, resumed.claims.run_id, resumed.claims.checkpoint_id)
 
     def run(continuation: Continuation) -> Any:
-        return async_to_sync(_continue)(agent, continuation, latest, session, run_options)
+        advanced = async_to_sync(_advance)(agent, continuation, latest, session, run_options)
+        return _store(continuation, latest, advanced)
 
     result = continue_once(resumed, run, agent=agent.name, still_shown=latest.shown_sync)
     if result.reason == REASON_GROUP_INCOMPLETE:
@@ -72,7 +73,8 @@ async def acontinue_run(
     latest = _Latest(agent, resumed.claims.run_id, resumed.claims.checkpoint_id)
 
     async def run(continuation: Continuation) -> Any:
-        return await _continue(agent, continuation, latest, session, run_options)
+        advanced = await _advance(agent, continuation, latest, session, run_options)
+        return await sync_to_async(_store, thread_sensitive=True)(continuation, latest, advanced)
 
     result = await acontinue_once(resumed, run, agent=agent.name, still_shown=latest.shown)
     if result.reason == REASON_GROUP_INCOMPLETE:
@@ -113,14 +115,16 @@ def flag_undecryptable(run_id: str, error: UnreadableRunStateError) -> None:
 @dataclass
 class _Latest:
     """The run's state as one continuation reads it before the agent runs: loaded once, by the
-    question's check (``still_shown``) or else by the run, and used by both. In sync code the
-    load is one hop onto an event loop (for ``RunState.from_string``), not one per check."""
+    question's check (``still_shown``) or else by the run, and used by both, its interruptions
+    listed once (the SDK copies each of them on every listing)."""
 
     agent: Any
     run_id: str
     revision: str
     stored: StoredState | None = None
     state: Any = None
+    pending: dict[str, Any] = field(default_factory=dict)
+    """The state's interruptions by call id."""
 
     def read(self) -> StoredState:
         """The stored row at the pauses' revision, in a schema this SDK reads; else refused."""
@@ -150,32 +154,32 @@ class _Latest:
                 f"{sdk_version.__version__} ({type(exc).__name__}: {exc}); nothing was run"
             ) from None
 
-    async def load(self) -> Any:
+    def keep(self, stored: StoredState, state: Any) -> None:
+        self.pending = pending_of(state)
+        self.state, self.stored = state, stored
+
+    async def load(self) -> None:
         if self.state is None:
             stored = await sync_to_async(self.read, thread_sensitive=True)()
-            self.state, self.stored = await self.rebuild(stored), stored
-        return self.state
+            self.keep(stored, await self.rebuild(stored))
 
-    def load_sync(self) -> Any:
+    def load_sync(self) -> None:
         if self.state is None:
             stored = self.read()
-            self.state, self.stored = async_to_sync(self.rebuild)(stored), stored
-        return self.state
-
-    async def pending(self) -> dict[str, Any]:
-        """The state's interruptions by call id."""
-        return pending_of(await self.load())
+            self.keep(stored, async_to_sync(self.rebuild)(stored))
 
     async def shown(self, member: ResumedPause) -> Any:
         """What the run would execute for ``member``'s call, as its pause showed it."""
-        return self.shown_in(await self.load(), member)
+        await self.load()
+        return self.shown_of(member)
 
     def shown_sync(self, member: ResumedPause) -> Any:
         """:meth:`shown` for sync code."""
-        return self.shown_in(self.load_sync(), member)
+        self.load_sync()
+        return self.shown_of(member)
 
-    def shown_in(self, state: Any, member: ResumedPause) -> Any:
-        item = pending_of(state).get(member.claims.tool_call_id or "")
+    def shown_of(self, member: ResumedPause) -> Any:
+        item = self.pending.get(member.claims.tool_call_id or "")
         if item is None:
             raise ContinuationRefused(
                 f"call {member.claims.tool_call_id!r} no longer waits for approval in run "
@@ -189,11 +193,20 @@ def pending_of(state: Any) -> dict[str, Any]:
     return {approval_of(item).call_id: item for item in state.get_interruptions()}
 
 
-async def _continue(
+@dataclass(frozen=True)
+class _Advanced:
+    """What one run of the agent left: its result and its new state, as the SDK serialised it."""
+
+    result: Any
+    data: dict[str, Any]
+
+
+async def _advance(
     agent: Any, continuation: Continuation, latest: _Latest, session: Any, run_options: dict[str, Any]
-) -> Any:
-    pending = await latest.pending()
-    state, stored = latest.state, latest.stored
+) -> _Advanced:
+    """The SDK's part: each answer applied to the state, the agent run once, its new state."""
+    await latest.load()
+    pending, state, stored = latest.pending, latest.state, latest.stored
     assert stored is not None
     answers = {str(member.claims.tool_call_id): member.answer for member in continuation.members}
     unanswered = sorted(set(pending) - set(answers))
@@ -211,8 +224,15 @@ async def _continue(
         else:
             state.reject(pending[call_id], rejection_message=message)
     result = await Runner.run(agent, state, session=session, **run_options)
-    data = result.to_state().to_json()
-    revision = await sync_to_async(replace_state, thread_sensitive=True)(
+    return _Advanced(result, result.to_state().to_json())
+
+
+def _store(continuation: Continuation, latest: _Latest, advanced: _Advanced) -> Any:
+    """The database's part, on the caller's thread in one go: the new state by compare-and-set, then
+    its interruptions as the next group; the run's final output."""
+    stored, data, result = latest.stored, advanced.data, advanced.result
+    assert stored is not None
+    revision = replace_state(
         latest.run_id,
         json.dumps(data),
         expected_revision=stored.revision,
@@ -223,7 +243,7 @@ async def _continue(
         for fields in mint_fields(
             approvals_of(result.interruptions), run_id=latest.run_id, revision=revision
         ):
-            await continuation.amint_next(**fields)
+            continuation.mint_next(**fields)
     return result.final_output
 
 
