@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import random
+import re
 import resource
 import statistics
 import subprocess
@@ -150,9 +151,9 @@ def check_figures(now: datetime, limit: int, queries: dict[str, Callable[[], Any
     return problems
 
 
-def views() -> dict[str, ops_views.View]:
-    """Every operator view (``bench/ops_views.py``), plus ``lifecycle_status()`` on its own and
-    the yardstick of a count that reaches its cap."""
+def views(wanted: Callable[[str], bool]) -> dict[str, ops_views.View]:
+    """Every operator view (``bench/ops_views.py``) ``wanted`` names, plus ``lifecycle_status()``
+    on its own and the yardstick of a count that reaches its cap."""
     from django.contrib.auth import get_user_model
 
     from turnstate_app.models import Pause
@@ -161,10 +162,8 @@ def views() -> dict[str, ops_views.View]:
     staff, _ = get_user_model().objects.get_or_create(
         username="bench", defaults={"is_staff": True, "is_superuser": True}
     )
-    found = ops_views.build(staff)
-
-    return {
-        **found,
+    found = {
+        **ops_views.build(staff, wanted),
         "lifecycle_status()": ops_views.View(lambda: (lifecycle_status(), None)[1], "figure"),
         # What one count that reaches the cap costs (settled pauses, through the status index):
         # the yardstick of a figure whose rows counted grow past it.
@@ -172,6 +171,7 @@ def views() -> dict[str, ops_views.View]:
             lambda: bounded_count(Pause.objects.settled(), DEFAULT_COUNT_LIMIT), "figure"
         ),
     }
+    return {name: view for name, view in found.items() if wanted(name)}
 
 
 def interleaved(actions: dict[str, Callable[[], Any]], rounds: int, rng: random.Random) -> dict[str, Any]:
@@ -193,9 +193,12 @@ def interleaved(actions: dict[str, Callable[[], Any]], rounds: int, rng: random.
     }
 
 
-def measure_size(rounds: int, rng: random.Random) -> tuple[dict[str, Any], dict[str, ops_views.View]]:
-    """Each figure and each view: rows counted or returned and statements (one untimed run), then
-    median and worst ms over ``rounds`` interleaved rounds; a whole-store view once."""
+def measure_size(
+    rounds: int, rng: random.Random, wanted: Callable[[str], bool]
+) -> tuple[dict[str, Any], dict[str, ops_views.View]]:
+    """Each figure and each view ``wanted`` names: rows counted or returned and statements (one
+    untimed run), then median and worst ms over ``rounds`` interleaved rounds; a whole-store view
+    once."""
     from django.db import connection
     from django.utils import timezone
 
@@ -204,8 +207,9 @@ def measure_size(rounds: int, rng: random.Random) -> tuple[dict[str, Any], dict[
     now, limit = timezone.now(), DEFAULT_COUNT_LIMIT
     queries = figure_queries(now, limit)
     problems = check_figures(now, limit, queries)
+    queries = {name: query for name, query in queries.items() if wanted(name)}
     started = time.perf_counter()
-    found = views()
+    found = views(wanted)
     result: dict[str, Any] = {
         "figures": {},
         "views": {},
@@ -267,12 +271,15 @@ def measure_whole_store(found: dict[str, ops_views.View]) -> dict[str, Any]:
     return measured
 
 
-def explain_figures(now: datetime, limit: int) -> str:
-    """EXPLAIN (ANALYZE, BUFFERS) of each figure's statement, exactly as its QuerySet compiles it."""
+def explain_figures(now: datetime, limit: int, wanted: Callable[[str], bool]) -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of each figure's statement ``wanted`` names, exactly as its
+    QuerySet compiles it."""
     from django.db import connection
 
     parts = []
     for name, query in figure_queries(now, limit).items():
+        if not wanted(name):
+            continue
         statements: list[tuple[str, str]] = []
         with capturing(statements, keep_params=True):
             query()
@@ -441,7 +448,19 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--output", default=None, help="file name under bench/results/")
+    parser.add_argument(
+        "--only",
+        type=re.compile,
+        default=None,
+        metavar="REGEX",
+        help="measure only the views and figures whose name this matches (re.search), e.g. unresumable",
+    )
     args = parser.parse_args()
+    only = args.only
+
+    def wanted(name: str) -> bool:
+        return only is None or only.search(name) is not None
+
     if args.purge_only:
         args.sizes, args.no_purge = [], False
     if args.output is None:
@@ -457,9 +476,14 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
         server = cursor.fetchone()[0]
+        cursor.execute("SHOW jit")
+        jit = cursor.fetchone()[0]
     report: dict[str, Any] = {
         "database": "postgresql",
         "server_version": server,
+        # JIT compiles a plan whose estimated cost is high (a whole-store read): part of its time.
+        "jit": jit,
+        "only": None if only is None else only.pattern,
         "python": platform.python_version(),
         "date": timezone.now().date().isoformat(),
         "rounds": args.rounds,
@@ -481,7 +505,7 @@ def main() -> None:
         )
         load = os.getloadavg()[0]
         started = time.perf_counter()
-        measured, found = measure_size(args.rounds, rng)
+        measured, found = measure_size(args.rounds, rng, wanted)
         timing = time.perf_counter() - started
         for problem in measured["figure_problems"]:
             print(f"WARNING: {problem}", flush=True)
@@ -504,7 +528,7 @@ def main() -> None:
         )
         write_report(report, args.output)
         if index == len(args.sizes) - 1:
-            explain = explain_figures(timezone.now(), DEFAULT_COUNT_LIMIT)
+            explain = explain_figures(timezone.now(), DEFAULT_COUNT_LIMIT, wanted)
             if index:
                 explain += explain_views(report, found)
     if not args.no_purge and args.purge_rows:

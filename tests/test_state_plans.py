@@ -23,9 +23,10 @@ from django.test import Client
 from django.utils import timezone
 
 from tests.factories import PauseFactory
+from turnstate_app import managers
 from turnstate_app.choices import ContinuationState as State
 from turnstate_app.choices import PauseStatus, RowKind
-from turnstate_app.managers import GROUP_STATE, GROUP_STATES
+from turnstate_app.managers import GROUP_STATE, GROUP_STATES, GROUP_WALK_FROM
 from turnstate_app.models import CheckpointMetadata, Pause
 from turnstate_app.status import lifecycle_status
 
@@ -86,7 +87,12 @@ def every_group_state() -> dict[str, str]:
     return {name: state for name, (state, _) in groups.items()}
 
 
-def test_each_group_state_list_agrees_with_the_one_rule_row_for_row() -> None:
+@pytest.mark.parametrize("walk_from", [GROUP_WALK_FROM, 1], ids=["groups first", "the ledger walked"])
+def test_each_group_state_list_agrees_with_the_one_rule_row_for_row(
+    walk_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both readings of a group state list (:meth:`PauseQuerySet.in_group_state`) give the rule's rows."""
+    monkeypatch.setattr(managers, "GROUP_WALK_FROM", walk_from)
     expected = every_group_state()
     now = timezone.now()
     by_rule: dict[str, set[str]] = {state: set() for state in GROUP_STATES}
@@ -142,10 +148,10 @@ def seed_a_store_in_use() -> None:
         )
         for i in range(FILLER)
     )
-    Pause.objects.bulk_create(
-        row(**old, status=status)
+    Pause.objects.bulk_create(  # each minted at its own moment, as pauses are
+        row(**{**old, "expires_at": old["expires_at"] + timedelta(seconds=i)}, status=status)
         for status in [PauseStatus.PENDING, PauseStatus.EXPIRED]
-        for _ in range(LEFT_BEHIND)
+        for i in range(LEFT_BEHIND)
     )
     CheckpointMetadata.objects.bulk_create(
         CheckpointMetadata(thread_id=f"old-{i}", checkpoint_id="cp", key=f"channel_values:{i}", value="{}")
@@ -249,6 +255,9 @@ def figures_and_lists(now: datetime, admin: Client) -> dict[str, Callable[[], An
             call_command, "turnstate_unresumable", "--json", "--limit", "10", stdout=StringIO()
         ),
         "failed_groups": lambda: list(ledger.failed_groups(now)[page]),
+        "turnstate_expire --dry-run": partial(
+            call_command, "turnstate_expire", "--dry-run", stdout=StringIO()
+        ),
     }
     for state in GROUP_STATES:
         operations[f"group {state}"] = partial(
@@ -340,3 +349,47 @@ def test_a_session_filter_reads_the_session_s_pauses_through_an_index(admin_clie
     assert statements, "the list ran no statement on the ledger"
     found = [read for sql, params in statements for read in unbounded_reads(sql, params)]
     assert not found, json.dumps(found, indent=1)
+
+
+def rows_read(sql: str, params: Any) -> dict[str, int]:
+    """Per node of ``sql``'s plan (as run) that reads the ledger: the rows it read in one loop, kept
+    or dropped by its filter; planned as :func:`unbounded_reads` plans it (a table this small is
+    read whole by any plan)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        document = cursor.fetchone()[0]
+    plan = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+    return {
+        f"{node['Node Type']} {node.get('Index Name') or ''}".strip(): node["Actual Rows"]
+        + node.get("Rows Removed by Filter", 0)
+        for node, _limited in plan_nodes(plan)
+        if node.get("Relation Name") == Pause._meta.db_table
+    }
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plans are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # as above: VACUUM FULL first, no statistics left behind
+def test_a_page_of_a_common_group_state_reads_about_its_page(admin_client: Client) -> None:
+    """The admin's ``?group_state=continued`` with many continued groups walks the ledger newest
+    first and stops after its page, rather than gathering every continued group history kept."""
+    seed_a_store_in_use()
+    done = timezone.now() - timedelta(hours=1)
+    continued = {**ANSWERED, "continuation": State.CONTINUED, "continuation_since": done}
+    many = GROUP_WALK_FROM // 2 + 100
+    Pause.objects.bulk_create(
+        member for i in range(many) for member in group_of(f"g-done-{i}", continued, continued)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Pause._meta.db_table)}")
+    url = "/admin/turnstate_app/pause/?group_state=continued"
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    page = len(response.context["cl"].result_list)
+    assert page == 100
+    # The page's rows; the other statement counts the members that show the state, up to a bound.
+    statements = statements_of(lambda: admin_client.get(url))
+    pages = [(sql, params) for sql, params in statements if "ORDER BY" in sql]
+    assert len(pages) == 1
+    over = {node: read for node, read in rows_read(*pages[0]).items() if read > 3 * page}
+    assert not over, json.dumps(over, indent=1)

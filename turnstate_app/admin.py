@@ -36,6 +36,8 @@ from turnstate_app.managers import (
     GROUP_STATE,
     GROUP_STATES,
     RESUMABLE_NOW,
+    UNRESUMABLE_KINDS,
+    CheckpointMetadataQuerySet,
     resumable_now_q,
 )
 from turnstate_app.models import (
@@ -573,21 +575,24 @@ class ReasonFilter(admin.SimpleListFilter):
     title = _("reason")
     parameter_name = "reason"
 
+    LABELS = dict(
+        zip(
+            UNRESUMABLE_KINDS,
+            (_("no ledger row"), _("turn state not recorded"), _("checkpoints deleted")),
+            strict=True,
+        )
+    )
+
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [
-            ("no_ledger", _("no ledger row")),
-            ("no_turn_state", _("turn state not recorded")),
-            ("stored", _("checkpoints deleted")),
-        ]
+        return list(self.LABELS.items())
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "no_ledger":
-            return queryset.filter(has_ledger=False)
-        if self.value() == "no_turn_state":
-            return queryset.filter(has_ledger=True, stored_reason__isnull=True)
-        if self.value() == "stored":
-            return queryset.filter(stored_reason__isnull=False)
-        return queryset
+        """The list of that kind made anew, not the whole list narrowed: a kind of stranded pauses
+        starts from its pauses instead of probing every request row of the window. The first of
+        ``list_filter``, so it is handed the list as the admin made it, nothing narrowed yet."""
+        if self.value() not in self.LABELS:
+            return queryset
+        return CheckpointMetadataQuerySet(queryset.model, using=queryset.db).unresumable(reason=self.value())
 
 
 @admin.register(UnresumablePause)
@@ -599,7 +604,7 @@ class UnresumablePauseAdmin(ReadOnlyAdmin):
     list_display = ("thread", "checkpoint", "request_key", "pause", "age", "reason")
     list_display_links = ("thread",)
     readonly_fields = ("pause", "full_reason")
-    list_filter = (ReasonFilter, AgeFilter)
+    list_filter = (ReasonFilter, AgeFilter)  # ReasonFilter first: it makes its list anew
     search_fields = ("=thread_id", "=jti")
     search_help_text = _("A thread id or a token id (jti), exactly.")
     ordering = ("-created_at", "-pk")

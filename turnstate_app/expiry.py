@@ -1,8 +1,10 @@
 """Expiry for operators: pending pauses past their age become ``expired``, in bounded batches.
 
-Each batch reads at most ``batch_size`` ids (keyset order, by primary key), then changes
-them in ONE conditional UPDATE that re-checks "still pending and past its age": an answer
-committed between the read and the UPDATE wins, and the batch counts it as kept.
+Each batch reads at most ``batch_size`` ids in keyset order by ``(expires_at, pk)``, the order
+of the ledger's expiry index (so a batch reads the overdue pauses and nothing else, however many
+rows the ledger holds), then changes them in ONE conditional UPDATE that re-checks "still
+pending and past its age": an answer committed between the read and the UPDATE wins, and the
+batch counts it as kept.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import router
+from django.db.models import Q
 from django.utils import timezone
 
 from turnstate_app import telemetry
@@ -52,15 +56,18 @@ def expire_overdue(
     now = timezone.now() if now is None else now
     pauses = Pause.objects.using(router.db_for_write(Pause))  # the primary: replicas lag
     expired = kept = batches = 0
-    after = None
+    after: tuple[datetime, Any] | None = None
     while True:
-        scope = pauses.overdue(now).order_by("pk")
+        scope = pauses.overdue(now).order_by("expires_at", "pk")
         if after is not None:
-            scope = scope.filter(pk__gt=after)
-        ids = list(scope.values_list("pk", flat=True)[:batch_size])
-        if not ids:
+            at, pk = after
+            # The bound on expires_at alone lets the index start at the last row read.
+            scope = scope.filter(Q(expires_at__gt=at) | Q(pk__gt=pk), expires_at__gte=at)
+        rows = list(scope.values_list("expires_at", "pk")[:batch_size])
+        if not rows:
             break
-        after = ids[-1]
+        after = rows[-1]
+        ids = [pk for _, pk in rows]
         changed = len(ids) if dry_run else pauses.filter(pk__in=ids).expire(now=now)
         if not dry_run and changed:
             telemetry.record("turnstate.pauses.expired", changed)

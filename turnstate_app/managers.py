@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Concat
-from django.db.models.lookups import IsNull
+from django.db.models.lookups import Exact, IsNull
 from django.utils import timezone
 
 from turnstate_app.after_answer import (
@@ -65,6 +65,16 @@ the continuation was claimed more than ``STALLED_AFTER`` ago and never finished;
 member still awaits its answer; ``complete``: every member is answered, not continued yet."""
 
 
+GROUPS_KEPT_IN = ("continued", "failed")
+"""The group states a group stays in until it is purged (or erased), so their members grow with
+history; the others last about ``TOKEN_MAX_AGE`` or ``STALLED_AFTER``."""
+
+GROUP_WALK_FROM = 1000
+"""Members showing a state of :data:`GROUPS_KEPT_IN` (:func:`group_sign_q`) from which a list of
+that state walks the ledger newest first rather than gathering its groups
+(:meth:`PauseQuerySet.in_group_state`)."""
+
+
 def group_ladder(now: datetime) -> list[tuple[str, Q]]:
     """The group states but ``complete``, in the order that decides ties, each with the condition
     one member meets for it: the first state some member meets is the group's, and a group whose
@@ -98,6 +108,16 @@ def group_state_of(model: type[Pause], now: datetime) -> Subquery:
     return Subquery(members, output_field=models.CharField())
 
 
+def group_state_case(model: type[Pause], now: datetime) -> Case:
+    """The state of the row's group at ``now`` (:func:`group_state_of`), None for a pause without a
+    group, which reads nothing more."""
+    return Case(
+        When(group__isnull=True, then=Value(None)),
+        default=group_state_of(model, now),
+        output_field=models.CharField(),
+    )
+
+
 def group_sign_q(state: str, now: datetime) -> Q:
     """A condition at least one member of every group in ``state`` meets on its own row, each served
     by an index: a group in a state is found through these members, so a list or a figure of one
@@ -122,14 +142,17 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
         """Request rows (``ask_user_request:`` / ``interrupt_payload:``), found by index."""
         return self.filter(kind=RowKind.REQUEST)
 
-    def unresumable(self, now: datetime | None = None) -> CheckpointMetadataQuerySet:
+    def unresumable(
+        self, now: datetime | None = None, reason: str | None = None
+    ) -> CheckpointMetadataQuerySet:
         """Request rows this store cannot continue, with ``jti`` (or None) and ``reason``.
 
         Three kinds: a ledger pause still answerable at ``now`` (pending, within its age)
         whose turn-state row is absent, or whose ledger row says why it cannot be continued
         (``unresumable_reason``: its checkpoints were deleted; that reason is the row's, and
         ``stored_reason`` holds it), and a request row that no ledger pause owns. An
-        expired pause is not listed: its question can no longer be answered.
+        expired pause is not listed: its question can no longer be answered. ``reason`` (one of
+        :data:`UNRESUMABLE_KINDS`) keeps one kind, chosen before any row is probed.
 
         The same holds for a request row no pause owns: a pause is answerable for
         ``TOKEN_MAX_AGE`` from its mint, which writes the request row before it signs the token,
@@ -144,11 +167,14 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
 
         Two queries, whatever the number of rows: that bound (asked here, when the QuerySet is
         made, from the answerable pauses, as the ``unresumable`` figure reads them), then the
-        rows, read through the (kind, created_at) index from the bound on, each probed through
-        the ledger's and the store's own indexes. The bound is a value in the statement, not a
-        subquery, so every database reads only that range of the index: the cost follows the
-        request rows of the last ``TOKEN_MAX_AGE`` and the answerable pauses, never the history
-        the store holds.
+        rows, read through the (kind, created_at) index from the bound on. The stranded pauses'
+        request rows are one set, found once from the answerable pauses (:func:`stranded_asks`),
+        so a row of the window costs a look into that set and one probe of the ledger's request
+        index (whether a pause owns it); the owner's ``jti`` and reason are read for the rows
+        listed only. The bound is a value in the statement, not a subquery, so every database
+        reads only that range of the index: the cost follows the request rows of the last
+        ``TOKEN_MAX_AGE`` and the answerable pauses, never the history the store holds. A list
+        of one stranded kind starts from its pauses and reads no other row.
         """
         now = timezone.now() if now is None else now
         ledger = self.model.ledger_model()
@@ -159,19 +185,31 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
             request_key=OuterRef("key"),
         )
         stranded = owners.filter(stranded_q(now, store)).order_by("-created_at", "-pk")
+        asks = stranded_asks(now, ledger.objects.using(self.db), store)
         window = asked_since(now)
         oldest = oldest_stranded_ask(now, ledger.objects.using(self.db), store)
-        return (
+        unowned = Q(has_ledger=False, created_at__gte=window)
+        listed = {
+            None: Q(pk__in=asks.values("asked_row")) | unowned,
+            UNRESUMABLE_KINDS[0]: unowned,
+            UNRESUMABLE_KINDS[1]: Q(pk__in=asks.filter(unresumable_reason__isnull=True).values("asked_row")),
+            UNRESUMABLE_KINDS[2]: Q(pk__in=asks.filter(unresumable_reason__isnull=False).values("asked_row")),
+        }
+        if reason not in listed:
+            raise ValueError(f"unknown unresumable kind {reason!r}")
+        rows = (
             self.requests()
             .filter(created_at__gte=window if oldest is None else min(window, oldest))
             .annotate(
+                # A scalar probe, not EXISTS: a database may run an EXISTS under OR as one hash
+                # of the whole ledger, which is history. The request index holds what it returns.
+                has_ledger=IsNull(Subquery(owners.order_by().values("thread_id")[:1]), False),
+            )
+            .filter(listed[reason])
+            .annotate(
                 jti=Subquery(stranded.values("jti")[:1]),
                 stored_reason=Subquery(stranded.values("unresumable_reason")[:1]),
-                # A scalar probe, not EXISTS: a database may run an EXISTS under OR as one hash
-                # of the whole ledger, which is history.
-                has_ledger=IsNull(Subquery(owners.order_by().values("pk")[:1]), False),
             )
-            .filter(Q(jti__isnull=False) | Q(has_ledger=False, created_at__gte=window))
             .annotate(
                 reason=Case(
                     When(has_ledger=False, then=Value(UNRESUMABLE_NO_LEDGER)),
@@ -181,7 +219,16 @@ class CheckpointMetadataQuerySet(models.QuerySet["CheckpointMetadata"]):
                 )
             )
         )
+        if reason == UNRESUMABLE_KINDS[1]:  # a row's reason is its newest stranded pause's
+            return rows.filter(stored_reason__isnull=True)
+        if reason == UNRESUMABLE_KINDS[2]:
+            return rows.filter(stored_reason__isnull=False)
+        return rows
 
+
+UNRESUMABLE_KINDS = ("no_ledger", "no_turn_state", "stored")
+"""The kinds :meth:`CheckpointMetadataQuerySet.unresumable` lists, by reason: no ledger pause owns
+the request row; the pause's turn state is absent; the pause's ledger row stores why."""
 
 ASKED_MARGIN = timedelta(minutes=5)
 """Beyond ``TOKEN_MAX_AGE``, how long a request row no pause owns stays listed: its token is signed
@@ -195,24 +242,32 @@ def asked_since(now: datetime) -> datetime:
     return now - timedelta(seconds=conf.TOKEN_MAX_AGE) - ASKED_MARGIN
 
 
-def oldest_stranded_ask(
+def stranded_asks(
     now: datetime, pauses: models.QuerySet[Pause, Any], store: type[CheckpointMetadata]
-) -> datetime | None:
-    """The ``created_at`` of the oldest request row a stranded pause (:func:`stranded_q`) owns, or
-    None. One query: the answerable pauses through the ledger's status index, each probing the
-    store's unique index, as the ``unresumable`` figure reads them."""
+) -> models.QuerySet[Any, Any]:
+    """The stranded pauses (:func:`stranded_q`) whose request row the store holds, with that row's
+    primary key (``asked_row``) and ``created_at`` (``asked``): the answerable pauses through the
+    ledger's status index, each probing the store's unique index, as the ``unresumable`` figure
+    reads them."""
     asked = store.objects.filter(
         thread_id=OuterRef("thread_id"),
         checkpoint_id=OuterRef("checkpoint_id"),
         key=OuterRef("request_key"),
-    ).values("created_at")[:1]
-    oldest: datetime | None = (
+    )
+    return (
         pauses.filter(stranded_q(now, store))
-        .annotate(asked=Subquery(asked))
-        .filter(asked__isnull=False)
-        .order_by("asked")
-        .values_list("asked", flat=True)
-        .first()
+        .annotate(asked_row=Subquery(asked.values("pk")[:1]), asked=Subquery(asked.values("created_at")[:1]))
+        .filter(asked_row__isnull=False)
+    )
+
+
+def oldest_stranded_ask(
+    now: datetime, pauses: models.QuerySet[Pause, Any], store: type[CheckpointMetadata]
+) -> datetime | None:
+    """The ``created_at`` of the oldest request row a stranded pause (:func:`stranded_q`) owns, or
+    None: one query (:func:`stranded_asks`)."""
+    oldest: datetime | None = (
+        stranded_asks(now, pauses, store).order_by("asked").values_list("asked", flat=True).first()
     )
     return oldest
 
@@ -357,8 +412,20 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
         return self.filter(group=group)
 
     def in_group_state(self, state: str, now: datetime) -> PauseQuerySet:
-        """Grouped pauses whose group is in ``state`` (one of :data:`GROUP_STATES`) at ``now``."""
-        return self.filter(group__in=self.model.objects.using(self.db).groups_in_state(state, now))
+        """Grouped pauses whose group is in ``state`` (one of :data:`GROUP_STATES`) at ``now``.
+
+        Two readings of the one rule. A state a group leaves within ``TOKEN_MAX_AGE`` or
+        ``STALLED_AFTER`` holds about the recent traffic's groups: they are gathered first, through
+        the members that show it (:meth:`groups_in_state`). A state groups stay in until purged
+        (:data:`GROUPS_KEPT_IN`) grows with history: when many members show it (a count up to
+        :data:`GROUP_WALK_FROM`, asked here), a list newest first walks the ledger by its key and
+        decides each grouped row's state through the group index (:func:`group_state_of`), so a
+        page stops after about its own rows instead of joining every such group history kept."""
+        ledger = self.model.objects.using(self.db)
+        showing = ledger.filter(group_sign_q(state, now))  # refuses an unknown state
+        if state not in GROUPS_KEPT_IN or showing[:GROUP_WALK_FROM].count() < GROUP_WALK_FROM:
+            return self.filter(group__in=ledger.groups_in_state(state, now))
+        return self.filter(Exact(group_state_case(self.model, now), Value(state)))
 
     def groups_in_state(self, state: str, now: datetime) -> models.QuerySet[Pause, Any]:
         """The ``group`` of each group in ``state`` at ``now``, once each: found through the members
@@ -384,15 +451,7 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
     def with_group_state(self, now: datetime) -> PauseQuerySet:
         """Annotate ``group_state`` (None for a pause without a group): one subquery through the
         group index per row, no extra query."""
-        return self.annotate(
-            **{
-                GROUP_STATE: Case(
-                    When(group__isnull=True, then=Value(None)),
-                    default=group_state_of(self.model, now),
-                    output_field=models.CharField(),
-                )
-            }
-        )
+        return self.annotate(**{GROUP_STATE: group_state_case(self.model, now)})
 
     def group_state(self, group: str, now: datetime) -> str | None:
         """The state of ``group`` at ``now``; None when it has no members (here). One query."""
