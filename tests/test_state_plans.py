@@ -393,3 +393,28 @@ def test_a_page_of_a_common_group_state_reads_about_its_page(admin_client: Clien
     assert len(pages) == 1
     over = {node: read for node, read in rows_read(*pages[0]).items() if read > 3 * page}
     assert not over, json.dumps(over, indent=1)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plans are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # as above: VACUUM FULL first, no statistics left behind
+def test_the_pauses_not_recorded_at_pause_are_read_through_an_index(admin_client: Client) -> None:
+    """``GET pauses/?resumable=false`` and the admin's "recorded at pause: no" read the few pauses
+    whose turn state was not recorded through ``turnstate_pause_notrec_idx``, not every pause in
+    list order with the rest dropped."""
+    seed_a_store_in_use()
+    wanted = list(Pause.objects.order_by("pk").values_list("pk", flat=True)[:3])
+    Pause.objects.filter(pk__in=wanted).update(resumable=False)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Pause._meta.db_table)}")
+    for url, listed in (
+        ("/api/turnstate/pauses/?resumable=false", lambda response: len(response.json()["results"])),
+        (
+            "/admin/turnstate_app/pause/?resumable__exact=0",
+            lambda response: len(response.context["cl"].result_list),
+        ),
+    ):
+        response = admin_client.get(url)
+        assert response.status_code == 200 and listed(response) == 3, url
+        statements = statements_of(lambda url=url: admin_client.get(url))
+        found = [read for sql, params in statements for read in unbounded_reads(sql, params)]
+        assert not found, (url, json.dumps(found, indent=1))

@@ -312,6 +312,12 @@ class Pause(models.Model):
             # The order of every list of pauses (REST's cursor pages, staff's whole ledger): a page,
             # first or deep, reads its rows in order, never the whole ledger sorted.
             models.Index(fields=["created_at", "id"], name="turnstate_pause_created_idx"),
+            # ... and of those whose turn state was not recorded at pause (GET pauses/?resumable=false,
+            # the admin's "recorded at pause: no"): a few, found without reading the rest
+            # (PostgreSQL and SQLite; MySQL has no partial index).
+            models.Index(
+                fields=["created_at", "id"], condition=Q(resumable=False), name="turnstate_pause_notrec_idx"
+            ),
             # Pending and answerable (or past their age): the pending figure, the oldest pending
             # one and the unresumable ones read this range, not every pending row ever kept.
             models.Index(fields=["status", "expires_at"], name="turnstate_pause_expiry_idx"),
