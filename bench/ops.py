@@ -15,6 +15,7 @@ their reading: ``bench/OPS.md``. Run it from the repository root::
     .venv/bin/python bench/ops.py --no-purge             # 10k, 1M and 10M store rows (about an hour)
     .venv/bin/python bench/ops.py --sizes 10000 100000 --no-purge
     .venv/bin/python bench/ops.py --purge-only           # the purge of 1M rows alone
+    .venv/bin/python bench/ops.py --steady-traffic --no-purge  # the same recent traffic at every size
 
 It drops and recreates its own database (``turnstate_bench_ops`` by default), never another.
 """
@@ -447,6 +448,15 @@ def main() -> None:
     )
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--steady-traffic",
+        action="store_true",
+        help=(
+            f"the last {ops_seed.STEADY_DAYS} days hold the same slots at every size (those of "
+            f"{ops_seed.STEADY_REFERENCE_ROWS} store rows), only settled history grows; "
+            "writes ops-postgresql-steady.json unless --output is given"
+        ),
+    )
     parser.add_argument("--output", default=None, help="file name under bench/results/")
     parser.add_argument(
         "--only",
@@ -463,8 +473,12 @@ def main() -> None:
 
     if args.purge_only:
         args.sizes, args.no_purge = [], False
+    if args.steady_traffic and any(size < ops_seed.STEADY_REFERENCE_ROWS for size in args.sizes):
+        reference = ops_seed.STEADY_REFERENCE_ROWS
+        parser.error(f"--steady-traffic: no size below {reference} store rows (the recent traffic's)")
     if args.output is None:
         args.output = "ops-purge-postgresql.json" if args.purge_only else "ops-postgresql.json"
+        args.output = "ops-postgresql-steady.json" if args.steady_traffic and args.sizes else args.output
     run_started = time.perf_counter()
     setup_django(args.database)
     from django.db import connection
@@ -488,6 +502,7 @@ def main() -> None:
         "date": timezone.now().date().isoformat(),
         "rounds": args.rounds,
         "seed": args.seed,
+        "steady_traffic": args.steady_traffic,
         "sizes": {},
         "purge": None,
     }
@@ -495,7 +510,7 @@ def main() -> None:
     explain = ""
     for index, size in enumerate(args.sizes):
         started = time.perf_counter()
-        shape = ops_seed.seed_store(size, args.seed, owners)
+        shape = ops_seed.seed_store(size, args.seed, owners, steady_traffic=args.steady_traffic)
         seeded = time.perf_counter() - started
         analyze()
         vacuumed = time.perf_counter() - started - seeded

@@ -4,6 +4,9 @@ Seeding is not timed. Rows are generated one pause group (a "slot") at a time an
 PostgreSQL's ``COPY … FREEZE`` as text, so a 10M-row store never exists as a list in memory: the
 store's rows go straight to the server, the ledger's to a temporary file copied after them.
 Each slot draws from its own random generator, so a size gives the same rows on every run.
+
+Under steady traffic (``seed_store(..., steady_traffic=True)``) the last ``STEADY_DAYS`` hold the
+same slots at every size and only history grows (:func:`steady_store_lines`).
 """
 
 from __future__ import annotations
@@ -67,6 +70,12 @@ PAUSES_PER_ROW = 0.153
 """Pauses per store row: 1.5k, 153k, 1.5M pauses at 10k, 1M, 10M rows."""
 OWNERS = 50
 """People who answer; 70% of pauses have one of them as owner, the rest are unowned."""
+STEADY_DAYS = 14
+"""Under steady traffic, the recent part of the store: the slots minted in these last days are the
+same at every size. Longer than a token's life (7 days) and the two days an expired pause may
+still read pending, so every pause an operator can still act on lies in it."""
+STEADY_REFERENCE_ROWS = 10_000
+"""Under steady traffic, the size whose recent slots every size holds (the first default size)."""
 
 # What a slot is: one pause, a group of two or three (one run, one thread), or a request row that
 # no ledger pause owns (written by an older build). Of the single pauses, LOST have no turn state
@@ -152,9 +161,12 @@ class Shape:
     lost_turn_states: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     continuations: Counter[str] = field(default_factory=Counter)
+    slots: int = 0
+    parts: dict[str, Shape] = field(default_factory=dict)
+    """Under steady traffic: the same tallies for the recent slots and for history."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        shape: dict[str, Any] = {
             "store_rows": self.store_rows,
             "pauses": self.pauses,
             "groups": self.groups,
@@ -163,6 +175,11 @@ class Shape:
             "statuses": dict(sorted(self.statuses.items())),
             "continuations": dict(sorted(self.continuations.items())),
         }
+        if self.parts:
+            shape["steady_traffic"] = {"steady_days": STEADY_DAYS} | {
+                name: {"slots": part.slots} | part.as_dict() for name, part in self.parts.items()
+            }
+        return shape
 
 
 def stamp(seconds: float) -> str:
@@ -177,10 +194,18 @@ def answer_delay(rng: random.Random) -> float:
     return rng.lognormvariate(0.0, 1.6) * MEDIAN_DELAY
 
 
-def plan_slot(rng: random.Random, now: float) -> tuple[str, list[Member]]:
-    """One slot's kind and its members, with their states at ``now``."""
+def plan_slot(rng: random.Random, now: float, *, history: bool = False) -> tuple[str, list[Member]]:
+    """One slot's kind and its members, with their states at ``now``.
+
+    ``history``: minted ``STEADY_DAYS`` to ``HISTORY_DAYS`` ago and settled, nothing left for an
+    operator: never answered (expired), or answered and continued; a group is always answered
+    whole (a member expired unanswered would leave the group failed for good).
+    """
     kind = rng.choices(list(SLOT_WEIGHTS), list(SLOT_WEIGHTS.values()))[0]
-    created = now - rng.uniform(0, HISTORY_DAYS * DAY)
+    if history:
+        created = now - rng.uniform(STEADY_DAYS * DAY, HISTORY_DAYS * DAY)
+    else:
+        created = now - rng.uniform(0, HISTORY_DAYS * DAY)
     if kind == "legacy":
         return kind, [Member(0, created)]
     size = {"single": 1, "pair": 2, "triple": 3}[kind]
@@ -192,10 +217,17 @@ def plan_slot(rng: random.Random, now: float) -> tuple[str, list[Member]]:
         return kind, members
     roll = rng.random()
     answering = [] if roll < NEVER else members[:1] if size > 1 and roll < NEVER + PARTIAL else members
+    if history and size > 1:
+        answering = members
     for member in answering:
         delay = answer_delay(rng)
         if delay < MAX_AGE:
             member.answered = member.created + delay
+    if history and size > 1:  # whoever answered answers for the rest too
+        answers = [m.answered for m in members if m.answered is not None]
+        last_answer = max(answers, default=members[-1].created + MEDIAN_DELAY)
+        for member in members:
+            member.answered = last_answer if member.answered is None else member.answered
     for member in members:
         if member.answered is not None and member.answered > now:
             member.answered = None  # not yet: still pending
@@ -212,7 +244,7 @@ def plan_slot(rng: random.Random, now: float) -> tuple[str, list[Member]]:
             assert member.answered is not None
             queue(member, member.answered, member.answered + rng.uniform(0.02, 0.3))
         return kind, members
-    state = continuation_state(rng)
+    state = "continued" if history else continuation_state(rng)
     last = max(m.answered or 0.0 for m in members)
     if state in ("queued", "running"):  # recent: move the slot so its last answer lands then
         target = now - rng.uniform(0, QUEUED_WINDOW if state == "queued" else RUNNING_WINDOW)
@@ -340,9 +372,45 @@ def other_line(thread_slot: int, k: int, at: float) -> str:
     )
 
 
-def seed_store(n_rows: int, seed: int, owner_ids: list[int]) -> dict[str, Any]:
+def recent_other_line(slot: int, j: int, at: float) -> str:
+    """The ``j``-th other row of a recent slot under steady traffic: named by the slot alone, so it
+    is the same row at every size."""
+    return meta_line(
+        f"thread-{slot}", f"cp-{slot}-{j % 5}", f"channel_values:recent-{j}", CHANNEL_VALUES, NULL, at
+    )
+
+
+def own_rows(kind: str, members: list[Member]) -> int:
+    """The store rows a slot's pauses write themselves (request, turn state unless lost, answer)."""
+    if kind == "legacy":
+        return len(members)
+    return sum(1 + (not m.lost) + (m.answered is not None) for m in members)
+
+
+def slot_count(n_rows: int) -> int:
+    """The slots of a store of ``n_rows`` rows."""
+    mean_members = sum(w * n for w, n in zip(SLOT_WEIGHTS.values(), (1, 2, 3, 0), strict=True))
+    return max(1, round(n_rows * PAUSES_PER_ROW / mean_members))
+
+
+def others_rate(n_rows: int, slots: int, seed: int, now: float, *, history: bool = False) -> float:
+    """Rows a slot writes beside its pauses' own, estimated from a sample so the total lands on n_rows."""
+    sample = [plan_slot(slot_rng(seed + 1, s), now, history=history) for s in range(2000)]
+    own = sum(own_rows(kind, ms) for kind, ms in sample) / len(sample)
+    return max(0.0, n_rows / slots - own)
+
+
+def seed_store(
+    n_rows: int,
+    seed: int,
+    owner_ids: list[int],
+    *,
+    steady_traffic: bool = False,
+    reference_rows: int = STEADY_REFERENCE_ROWS,
+) -> dict[str, Any]:
     """About ``n_rows`` store rows (exactly, unless the pauses' own rows exceed it) and
-    ``n_rows * PAUSES_PER_ROW`` pauses, as 90 days of use leave them (see the constants above).
+    ``n_rows * PAUSES_PER_ROW`` pauses, as 90 days of use leave them (see the constants above);
+    with ``steady_traffic``, as :func:`steady_store_lines` lays them out.
 
     The store's rows are in an order unrelated to their age, as after months of writes, purges
     and reuse of free space; each slot's rows lie together.
@@ -350,16 +418,6 @@ def seed_store(n_rows: int, seed: int, owner_ids: list[int]) -> dict[str, Any]:
     from django.db import connection, transaction
 
     started = time.time()
-    mean_members = sum(w * n for w, n in zip(SLOT_WEIGHTS.values(), (1, 2, 3, 0), strict=True))
-    slots = max(1, round(n_rows * PAUSES_PER_ROW / mean_members))
-    # Rows a slot writes beside its pauses' own, estimated from a sample so the total lands on n_rows.
-    sample = [plan_slot(slot_rng(seed + 1, s), started) for s in range(2000)]
-    own = sum(
-        len(ms) if kind == "legacy" else sum(1 + (not m.lost) + (m.answered is not None) for m in ms)
-        for kind, ms in sample
-    ) / len(sample)
-    others_per_slot = max(0.0, n_rows / slots - own)
-    order = scattered(slots, seed)
     shape = Shape()
     with (
         tempfile.TemporaryFile("w+", encoding="utf-8") as ledger_file,
@@ -367,31 +425,114 @@ def seed_store(n_rows: int, seed: int, owner_ids: list[int]) -> dict[str, Any]:
         connection.cursor() as cursor,
     ):
         cursor.execute(f'TRUNCATE "{META}", "{PAUSE}" RESTART IDENTITY')
-
-        def store_lines() -> Iterator[str]:
-            due, k = 0.0, 0
-            for slot in order:
-                rng = slot_rng(seed, slot)
-                kind, members = plan_slot(rng, started)
-                meta, ledger = slot_rows(slot, kind, members, owner_ids, rng)
-                tally(shape, kind, members)
-                ledger_file.writelines(ledger)
-                yield from meta
-                due += others_per_slot
-                while due >= 1:
-                    yield other_line(slot, k, started - rng.uniform(0, HISTORY_DAYS * DAY))
-                    due, k = due - 1, k + 1
-            filler = random.Random(seed + 2)
-            while shape.store_rows + k < n_rows:  # the estimate's shortfall, in random threads
-                yield other_line(filler.randrange(slots), k, started - filler.uniform(0, HISTORY_DAYS * DAY))
-                k += 1
-            shape.store_rows += k
-
-        copy_text(cursor, META, META_COLUMNS, store_lines())
+        if steady_traffic:
+            lines = steady_store_lines(n_rows, seed, owner_ids, started, shape, ledger_file, reference_rows)
+        else:
+            lines = store_lines(n_rows, seed, owner_ids, started, shape, ledger_file)
+        copy_text(cursor, META, META_COLUMNS, lines)
         ledger_file.seek(0)
         copy_text(cursor, PAUSE, PAUSE_COLUMNS, ledger_file)
         reanchor_running(started)
     return shape.as_dict() | {"seed_started": stamp(started)}
+
+
+def store_lines(
+    n_rows: int, seed: int, owner_ids: list[int], now: float, shape: Shape, ledger_file: IO[str]
+) -> Iterator[str]:
+    """The store's COPY lines, one slot at a time in the ``scattered`` order, its ledger lines
+    written to ``ledger_file``, each slot's rows tallied into ``shape``."""
+    slots = slot_count(n_rows)
+    others_per_slot = others_rate(n_rows, slots, seed, now)
+    due, k = 0.0, 0
+    for slot in scattered(slots, seed):
+        rng = slot_rng(seed, slot)
+        kind, members = plan_slot(rng, now)
+        meta, ledger = slot_rows(slot, kind, members, owner_ids, rng)
+        tally(shape, kind, members)
+        ledger_file.writelines(ledger)
+        yield from meta
+        due += others_per_slot
+        while due >= 1:
+            yield other_line(slot, k, now - rng.uniform(0, HISTORY_DAYS * DAY))
+            due, k = due - 1, k + 1
+    filler = random.Random(seed + 2)
+    while shape.store_rows + k < n_rows:  # the estimate's shortfall, in random threads
+        yield other_line(filler.randrange(slots), k, now - filler.uniform(0, HISTORY_DAYS * DAY))
+        k += 1
+    shape.store_rows += k
+
+
+def recent_slots(seed: int, now: float, reference_slots: int) -> set[int]:
+    """The slots of the reference size minted in the last ``STEADY_DAYS`` (a queued or running
+    continuation moves its slot to now): a few hundred numbers, whatever the size."""
+    horizon = now - STEADY_DAYS * DAY
+    return {s for s in range(reference_slots) if plan_slot(slot_rng(seed, s), now)[1][0].created >= horizon}
+
+
+def steady_store_lines(
+    n_rows: int,
+    seed: int,
+    owner_ids: list[int],
+    now: float,
+    shape: Shape,
+    ledger_file: IO[str],
+    reference_rows: int = STEADY_REFERENCE_ROWS,
+) -> Iterator[str]:
+    """:func:`store_lines` under steady traffic: the same traffic at every size, more history.
+
+    The recent part is the slots the reference size (``reference_rows``) mints in the last
+    ``STEADY_DAYS``: the same slot numbers, each from its own generator, so the same rows at every
+    size (their other rows too, placed in those days and named by the slot). Every other slot is
+    history (``plan_slot(history=True)``): minted ``STEADY_DAYS`` to ``HISTORY_DAYS`` ago and
+    settled, continued or (never answered) expired; its lost turn states and request rows no
+    pause owns stay, as no list shows them any more (expired, or past ``TOKEN_MAX_AGE``). So
+    every figure and every list of what an operator can act on counts the same rows at each size;
+    the other rows of history and the estimate's shortfall fill the rest, in history's threads
+    and days. The slots' order is ``scattered``, as without steady traffic.
+    """
+    slots, reference = slot_count(n_rows), slot_count(reference_rows)
+    if slots < reference:
+        raise ValueError(f"steady traffic needs at least the reference size's {reference_rows} store rows")
+    recent = recent_slots(seed, now, reference)
+    history_slots = slots - len(recent)
+    if not history_slots:
+        raise ValueError("steady traffic: every slot is recent, no history to grow")
+    recent_others = others_rate(reference_rows, reference, seed, now)
+    recent_own = sum(own_rows(*plan_slot(slot_rng(seed, s), now)) for s in recent)
+    expected_recent = recent_own + len(recent) * recent_others
+    history_others = others_rate(n_rows - round(expected_recent), history_slots, seed, now, history=True)
+    shape.parts = {"recent": Shape(), "history": Shape()}
+    due, k = 0.0, 0
+    for slot in scattered(slots, seed):
+        rng = slot_rng(seed, slot)
+        is_recent = slot in recent
+        kind, members = plan_slot(rng, now, history=not is_recent)
+        meta, ledger = slot_rows(slot, kind, members, owner_ids, rng)
+        part = shape.parts["recent" if is_recent else "history"]
+        part.slots += 1
+        tally(shape, kind, members)
+        tally(part, kind, members)
+        ledger_file.writelines(ledger)
+        yield from meta
+        if is_recent:
+            count = int(recent_others) + (rng.random() < recent_others % 1)
+            for j in range(count):
+                yield recent_other_line(slot, j, now - rng.uniform(0, STEADY_DAYS * DAY))
+            shape.store_rows += count
+            part.store_rows += count
+            continue
+        due += history_others
+        while due >= 1:
+            yield other_line(slot, k, now - rng.uniform(STEADY_DAYS * DAY, HISTORY_DAYS * DAY))
+            due, k = due - 1, k + 1
+    filler = random.Random(seed + 2)
+    while shape.store_rows + k < n_rows:  # the estimate's shortfall, in history's threads
+        thread = filler.randrange(slots)
+        if thread not in recent:
+            yield other_line(thread, k, now - filler.uniform(STEADY_DAYS * DAY, HISTORY_DAYS * DAY))
+            k += 1
+    shape.store_rows += k
+    shape.parts["history"].store_rows += k
 
 
 def reanchor_running(started: float) -> int:
@@ -423,14 +564,13 @@ def scattered(count: int, seed: int) -> Iterator[int]:
 
 
 def tally(shape: Shape, kind: str, members: list[Member]) -> None:
+    shape.store_rows += own_rows(kind, members)
     if kind == "legacy":
         shape.legacy_requests += 1
-        shape.store_rows += 1
         return
     shape.pauses += len(members)
     shape.groups += len(members) > 1
     for m in members:
-        shape.store_rows += 1 + (not m.lost) + (m.answered is not None)
         shape.lost_turn_states += m.lost
         shape.statuses[m.status] += 1
         if m.continuation is not None:

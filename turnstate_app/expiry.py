@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import router
-from django.db.models import Q
 from django.utils import timezone
 
 from turnstate_app import telemetry
@@ -58,12 +57,7 @@ def expire_overdue(
     expired = kept = batches = 0
     after: tuple[datetime, Any] | None = None
     while True:
-        scope = pauses.overdue(now).order_by("expires_at", "pk")
-        if after is not None:
-            at, pk = after
-            # The bound on expires_at alone lets the index start at the last row read.
-            scope = scope.filter(Q(expires_at__gt=at) | Q(pk__gt=pk), expires_at__gte=at)
-        rows = list(scope.values_list("expires_at", "pk")[:batch_size])
+        rows = pauses.overdue_batch(now, after, batch_size)
         if not rows:
             break
         after = rows[-1]

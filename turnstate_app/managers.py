@@ -378,6 +378,18 @@ class PauseQuerySet(AfterAnswerQuerySet, models.QuerySet["Pause"]):
         """Still marked pending, though past their age at ``now``: what ``expire`` would change."""
         return self.filter(Q(status=PauseStatus.PENDING) & _past_age(now))
 
+    def overdue_batch(
+        self, now: datetime, after: tuple[datetime, Any] | None, size: int
+    ) -> list[tuple[datetime, Any]]:
+        """``(expires_at, pk)`` of the next ``size`` :meth:`overdue` pauses after ``after``, in the
+        order of the expiry index: a batch reads the overdue pauses and nothing else."""
+        rows = self.overdue(now).order_by("expires_at", "pk")
+        if after is not None:
+            at, pk = after
+            # The bound on expires_at alone lets the index start at the last row read.
+            rows = rows.filter(Q(expires_at__gt=at) | Q(pk__gt=pk), expires_at__gte=at)
+        return list(rows.values_list("expires_at", "pk")[:size])
+
     def settled(self) -> PauseQuerySet:
         """Answered or expired: no token of theirs can be consumed any more."""
         return self.filter(status__in=[PauseStatus.ANSWERED, PauseStatus.EXPIRED])
