@@ -148,10 +148,10 @@ def seed_a_store_in_use() -> None:
         )
         for i in range(FILLER)
     )
-    Pause.objects.bulk_create(  # each minted at its own moment, as pauses are
-        row(**{**old, "expires_at": old["expires_at"] + timedelta(seconds=i)}, status=status)
+    Pause.objects.bulk_create(
+        row(**old, status=status)
         for status in [PauseStatus.PENDING, PauseStatus.EXPIRED]
-        for i in range(LEFT_BEHIND)
+        for _ in range(LEFT_BEHIND)
     )
     CheckpointMetadata.objects.bulk_create(
         CheckpointMetadata(thread_id=f"old-{i}", checkpoint_id="cp", key=f"channel_values:{i}", value="{}")
@@ -255,9 +255,6 @@ def figures_and_lists(now: datetime, admin: Client) -> dict[str, Callable[[], An
             call_command, "turnstate_unresumable", "--json", "--limit", "10", stdout=StringIO()
         ),
         "failed_groups": lambda: list(ledger.failed_groups(now)[page]),
-        "turnstate_expire --dry-run": partial(
-            call_command, "turnstate_expire", "--dry-run", stdout=StringIO()
-        ),
     }
     for state in GROUP_STATES:
         operations[f"group {state}"] = partial(
@@ -413,3 +410,26 @@ def test_the_pauses_not_recorded_at_pause_are_read_through_an_index(admin_client
         statements = statements_of(partial(admin_client.get, url))
         found = [read for sql, params in statements for read in unbounded_reads(sql, params)]
         assert not found, (url, json.dumps(found, indent=1))
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plans are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # as above: VACUUM FULL first, no statistics left behind
+def test_the_expiry_reads_its_batches_through_the_expiry_index() -> None:
+    """``turnstate_expire`` reads each batch of overdue pauses in the order of
+    ``turnstate_pause_expiry_idx`` from the last batch's row on, not by primary key past every
+    pause that is not overdue."""
+    seed_a_store_in_use()
+    overdue = list(Pause.objects.overdue(timezone.now()).order_by("pk"))
+    assert len(overdue) > LEFT_BEHIND  # and the groups' overdue members
+    for i, pause in enumerate(overdue):  # each minted at its own moment, as pauses are
+        pause.expires_at += timedelta(seconds=i)
+    Pause.objects.bulk_update(overdue, ["expires_at"], batch_size=250)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Pause._meta.db_table)}")
+    output = StringIO()
+    statements = statements_of(
+        partial(call_command, "turnstate_expire", "--dry-run", "--batch-size", "400", stdout=output)
+    )
+    assert f"would expire {len(overdue)} pause(s) in 3 batch(es)" in output.getvalue()
+    found = [read for sql, params in statements for read in unbounded_reads(sql, params)]
+    assert not found, json.dumps(found, indent=1)
