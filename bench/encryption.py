@@ -14,6 +14,9 @@ rows at most 1.1x. A benchmark, not a test: it prints a table, writes
 
     .venv/bin/python bench/encryption.py --database sqlite
     .venv/bin/python bench/encryption.py --database postgres://postgres@127.0.0.1:5432/turnstate_bench_enc
+
+``--server-side-binding`` and ``--prepare-threshold N`` pass Django's PostgreSQL ``OPTIONS`` of those
+names (the result's name says so).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ if str(REPO_ROOT) not in sys.path:
 from bench.common import (  # noqa: E402 - needs the repository root on sys.path
     RESULTS_DIR,
     configure_django,
+    ensure_mysql_database,
     ensure_postgres_database,
     environment,
     finish_environment,
@@ -225,11 +229,23 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=("rotation",), help="only the rotation (rows/s and RSS; no mint, resume or saver)"
     )
+    parser.add_argument(
+        "--server-side-binding",
+        action="store_true",
+        help="PostgreSQL: Django's OPTIONS server_side_binding=True (values sent as parameters)",
+    )
+    parser.add_argument(
+        "--prepare-threshold",
+        type=int,
+        help="PostgreSQL: Django's OPTIONS prepare_threshold (a statement run this often is prepared)",
+    )
     args = parser.parse_args()
     started = time.time()
-    target = make_target(args.database)
+    target = make_target(args.database, args.prepare_threshold, server_side_binding=args.server_side_binding)
     if target.vendor == "postgresql":
         ensure_postgres_database(target.conninfo)
+    if target.vendor == "mysql":
+        ensure_mysql_database(target)
     configure_django(target, extra_apps=["turnstate_app.contrib.langgraph"])
     from cryptography.fernet import Fernet
 
@@ -254,6 +270,10 @@ def main() -> None:
         )
     print(f"RSS at {args.rows * 10} rows / at {args.rows}: {result['rotation_rss_ratio']:.2f}")
     suffix = "" if args.only is None else f"-{args.only}"
+    if args.server_side_binding:
+        suffix += "-server-binding"
+    if args.prepare_threshold is not None:
+        suffix += f"-prepare-{args.prepare_threshold}"
     write_json(RESULTS_DIR / f"encryption-{target.vendor}{suffix}.json", result)
 
 

@@ -276,7 +276,8 @@ def test_rotation_leaves_a_row_that_fails_its_mac_untouched_and_reports_it(
     turnstate_settings["ENCRYPTION_KEYS"] = [KEY_A]
     honest, forged = mint(), mint()
     target = row(forged, payload_key(forged.claims))
-    forge(target, value=FORGED_QUESTION, encryption_key_id=None, value_mac=None)
+    # A MAC made up by someone without the key (a row with none is not even a candidate).
+    forge(target, value=FORGED_QUESTION, encryption_key_id=None, value_mac="0" * 64)
     before = row(forged, payload_key(forged.claims))
     turnstate_settings["ENCRYPTION_KEYS"] = [KEY_B, KEY_A]
     out = StringIO()

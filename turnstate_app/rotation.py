@@ -3,9 +3,9 @@
 A table is walked by primary key in keyset batches. A batch reads ids, threads, key ids and
 values (with one key list for every thread, only the rows not on its first key; clear rows
 included), and writes them back re-encrypted, one ``UPDATE`` per row sent together in one
-transaction, each conditioned on the row's old key id *and* old value: a row written
-meanwhile (by a process still on the old keys, or the new ones) no longer matches, keeps what
-that writer wrote, and is left for the next run.
+transaction, each conditioned on the row's old key id *and* old value (matched by its MAC where
+the table keeps one): a row written meanwhile (by a process still on the old keys, or the new
+ones) no longer matches, keeps what that writer wrote, and is left for the next run.
 Nothing is lost and nothing is encrypted twice. The state lives in the rows themselves, so a
 killed run resumes by being run again.
 
@@ -211,8 +211,8 @@ def _resealed(table: SealedTable, row: _Due) -> tuple[Any, ...]:
 
 def _rotate_rows(table: SealedTable, due: list[_Due], counts: TableCounts) -> None:
     """Re-encrypt these rows: one ``UPDATE`` per row, sent together, each applied only while the
-    row still holds the key id and value read; one transaction per batch. A row whose MAC does
-    not verify is left as it is."""
+    row still holds the key id and value read (see :func:`_updates`); one transaction per batch.
+    A row whose MAC does not verify is left as it is."""
     alias = router.db_for_write(table.model)
     was_clear: list[tuple[Any, ...]] = []
     was_sealed: list[tuple[Any, ...]] = []
@@ -225,10 +225,11 @@ def _rotate_rows(table: SealedTable, due: list[_Due], counts: TableCounts) -> No
         except UnreadableValueError:
             counts.note_unreadable(row.pk, row.thread)
             continue
+        as_read = row.mac if table.identity else row.stored
         if row.key_id is None:
-            was_clear.append((*new, row.pk, row.stored))
+            was_clear.append((*new, row.pk, as_read))
         else:
-            was_sealed.append((*new, row.pk, row.key_id, row.stored))
+            was_sealed.append((*new, row.pk, row.key_id, as_read))
     if not was_clear and not was_sealed:
         return
     clear_sql, sealed_sql = _updates(table, alias)
@@ -243,7 +244,12 @@ def _rotate_rows(table: SealedTable, due: list[_Due], counts: TableCounts) -> No
 
 
 def _updates(table: SealedTable, alias: str) -> tuple[str, str]:
-    """The compare-and-set ``UPDATE`` of one row, for a row read clear and for one read sealed."""
+    """The compare-and-set ``UPDATE`` of one row, for a row read clear and for one read sealed.
+
+    Where the table keeps MACs, the row's value as read is matched by its MAC, which every write
+    stores with the value in the same statement and which names the value, the key id and the row
+    (another value under the same MAC would be a SHA-256 collision): the same condition as the
+    value itself, for 64 characters instead of the whole token."""
     quote = connections[alias].ops.quote_name
     meta = table.model._meta
     name = quote(meta.db_table)
@@ -251,11 +257,13 @@ def _updates(table: SealedTable, alias: str) -> tuple[str, str]:
     value, key_id, pk = (
         quote(str(_field(table, n).column)) for n in (table.value, table.key_id, meta.pk.name)
     )
-    mac = f", {quote(str(_field(table, table.mac).column))} = %s" if table.identity else ""
-    head = f"UPDATE {name} SET {value} = %s, {key_id} = %s{mac} WHERE {pk} = %s AND "
+    mac = quote(str(_field(table, table.mac).column)) if table.identity else None
+    new_mac = f", {mac} = %s" if mac else ""
+    as_read = mac or value
+    head = f"UPDATE {name} SET {value} = %s, {key_id} = %s{new_mac} WHERE {pk} = %s AND "
     return (
-        f"{head}{key_id} IS NULL AND {value} = %s",
-        f"{head}{key_id} = %s AND {value} = %s",
+        f"{head}{key_id} IS NULL AND {as_read} = %s",
+        f"{head}{key_id} = %s AND {as_read} = %s",
     )
 
 
