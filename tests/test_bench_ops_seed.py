@@ -16,22 +16,14 @@ import pytest
 from django.db import connections
 
 from bench import ops_seed
+from turnstate_app.status import COUNTS
 
 NOW = 1_800_000_000.0
 REFERENCE = 2000
 SIZES = (REFERENCE, 4 * REFERENCE)
 SEED = 7
 OWNERS = [1, 2, 3]
-SAME_ROWS = (
-    "pending",
-    "awaiting_handoff",
-    "queued",
-    "running",
-    "stalled",
-    "unresumable",
-    "failed_groups",
-    "failed_continuations",
-)
+SAME_ROWS = COUNTS
 """The figures of ``turnstate_status`` that count rows: under steady traffic, the same at every size."""
 
 
