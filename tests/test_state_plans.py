@@ -211,18 +211,24 @@ def plan_nodes(plan: dict[str, Any], limited: bool = False) -> Iterator[tuple[di
         yield from plan_nodes(child, limited)
 
 
+def plan_run(sql: str, params: Any) -> dict[str, Any]:
+    """``sql``'s plan as run, with sequential scans disabled, in one process (a parallel node
+    reports the rows of its own share only)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        document = cursor.fetchone()[0]
+    plan: dict[str, Any] = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+    return plan
+
+
 def unbounded_reads(sql: str, params: Any, dropped_at_most: int = READ_AND_DROPPED) -> list[str]:
     """The nodes of ``sql``'s plan (as run) that read much more of the ledger or the store than they
     keep: a sequential scan; an index walked without a condition, unless in order under a
     ``LIMIT`` keeping every row it reads (a page of the whole list); a filter dropping more than
     :data:`READ_AND_DROPPED` rows after the index."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        # One process: a parallel node reports the rows of its own share only.
-        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-        document = cursor.fetchone()[0]
-    plan = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+    plan = plan_run(sql, params)
     found = []
     for node, limited in plan_nodes(plan):
         if node.get("Relation Name") not in LEDGER_TABLES and node.get("Node Type") != "Bitmap Index Scan":
@@ -377,15 +383,9 @@ def test_a_session_filter_reads_the_session_s_pauses_through_an_index(admin_clie
 
 def rows_read(sql: str, params: Any) -> dict[str, int]:
     """Per node of ``sql``'s plan (as run) that reads the ledger: the rows it read in one loop, kept
-    or dropped by its filter; planned as :func:`unbounded_reads` plans it (a table this small is
-    read whole by any plan)."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        # One process: a parallel node reports the rows of its own share only.
-        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-        document = cursor.fetchone()[0]
-    plan = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+    or dropped by its filter; planned as :func:`plan_run` plans it (a table this small is read
+    whole by any plan)."""
+    plan = plan_run(sql, params)
     return {
         f"{node['Node Type']} {node.get('Index Name') or ''}".strip(): node["Actual Rows"]
         + node.get("Rows Removed by Filter", 0)
