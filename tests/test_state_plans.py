@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from tests.factories import PauseFactory
+from tests.factories import PauseClaimsFactory, PauseFactory, next_number
 from turnstate_app import managers
 from turnstate_app.choices import ContinuationState as State
 from turnstate_app.choices import PauseStatus, RowKind
@@ -225,10 +225,16 @@ def plan_run(sql: str, params: Any) -> dict[str, Any]:
 
 def unbounded_reads(sql: str, params: Any, dropped_at_most: int = READ_AND_DROPPED) -> list[str]:
     """The nodes of ``sql``'s plan (as run) that read much more of the ledger or the store than they
-    keep: a sequential scan; an index walked without a condition, unless in order under a
-    ``LIMIT`` keeping every row it reads (a page of the whole list); a filter dropping more than
-    :data:`READ_AND_DROPPED` rows after the index."""
+    keep: a sequential scan; an index walked without a condition, unless it is partial (its
+    condition bounds it) or read in order under a ``LIMIT`` keeping every row it reads (a page of
+    the whole list); a filter dropping more than :data:`READ_AND_DROPPED` rows after the index."""
     plan = plan_run(sql, params)
+    partial = {
+        index.name
+        for table in (Pause, CheckpointMetadata)
+        for index in table._meta.indexes
+        if index.condition
+    }
     found = []
     for node, limited in plan_nodes(plan):
         if node.get("Relation Name") not in LEDGER_TABLES and node.get("Node Type") != "Bitmap Index Scan":
@@ -237,25 +243,16 @@ def unbounded_reads(sql: str, params: Any, dropped_at_most: int = READ_AND_DROPP
         dropped = node.get("Rows Removed by Filter", 0) + node.get("Rows Removed by Index Recheck", 0)
         if kind == "Seq Scan":
             found.append(f"sequential scan of {node['Relation Name']}")
-        elif "Index" in kind and "Index Cond" not in node and (kind == "Bitmap Index Scan" or not limited):
+        elif (
+            "Index" in kind
+            and "Index Cond" not in node
+            and index not in partial
+            and (kind == "Bitmap Index Scan" or not limited)
+        ):
             found.append(f"{kind} of {index} without a condition")
         elif dropped > dropped_at_most:
             found.append(f"{kind} of {node.get('Relation Name')} ({index}) read and dropped {dropped} rows")
     return found
-
-
-FAILED_GROUP_READS = {
-    "turnstate_status",
-    "GET status/",
-    "failed_groups",
-    "group failed",
-    "admin ?group_state=failed",
-}
-"""What reads the failed groups' members. Run after the suite's other transactional tests (never
-alone, nor beside any file tried), PostgreSQL plans their expired branch through an index of every
-status and drops 812 pauses of no group; at 10M store rows it reads the grouped ones alone
-(``bench/results/ops-explain.txt``). Until the cause is found, these may drop up to the
-:data:`LEFT_BEHIND` pauses of no group the seed marks expired, and no more."""
 
 
 def figures_and_lists(now: datetime, admin: Client) -> dict[str, Callable[[], Any]]:
@@ -309,18 +306,32 @@ def figures_and_lists(now: datetime, admin: Client) -> dict[str, Callable[[], An
     return operations
 
 
+@pytest.fixture(params=[1, 10**6], ids=["short identifiers", "long identifiers"])
+def identifiers_numbered_from(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The seed's pauses numbered from ``request.param`` (``thread-1`` … or ``thread-1000000`` …),
+    whatever the tests before this one made: the width of the rows weighs on the planner's
+    costs (about 3% more heap pages after the whole suite flipped the failed groups' plan to the
+    group index read whole), so each plan is judged on both, in any order of the suite. The tables
+    start empty (:func:`seed_a_store_in_use`); the sequence resumes past both afterwards."""
+    resume_at = next_number()
+    PauseClaimsFactory.reset_sequence(request.param)
+    yield request.param
+    PauseClaimsFactory.reset_sequence(max(resume_at, next_number()))
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the plans are PostgreSQL's")
 @pytest.mark.django_db(transaction=True)  # VACUUM runs outside a transaction
-def test_no_figure_or_state_list_reads_the_ledger_or_the_store_whole(admin_client: Client) -> None:
+def test_no_figure_or_state_list_reads_the_ledger_or_the_store_whole(
+    admin_client: Client, identifiers_numbered_from: int
+) -> None:
     seed_a_store_in_use()
     now = timezone.now()
     offenders: dict[str, list[str]] = {}
     for name, action in figures_and_lists(now, admin_client).items():
         statements = statements_of(action)
         assert statements, f"{name} ran no statement on the ledger or the store"
-        allowed = LEFT_BEHIND if name in FAILED_GROUP_READS else READ_AND_DROPPED
         for sql, params in statements:
-            found = unbounded_reads(sql, params, allowed)
+            found = unbounded_reads(sql, params)
             if found:
                 offenders.setdefault(name, []).extend(found)
     assert not offenders, json.dumps(offenders, indent=1)

@@ -10,6 +10,7 @@ from django.db.models.functions import Left
 from django.db.models.lookups import Exact
 from django.utils.translation import gettext_lazy as _
 
+from turnstate_app.after_answer import failed_continuation_q
 from turnstate_app.choices import ContinuationState, PauseStatus, RowKind
 from turnstate_app.contracts import PauseClaims
 from turnstate_app.encryption import KEY_ID_LENGTH
@@ -328,6 +329,16 @@ class Pause(models.Model):
                 fields=["status", "expires_at"],
                 condition=Q(group__isnull=False, status__in=[PauseStatus.PENDING, PauseStatus.EXPIRED]),
                 name="turnstate_pause_group_due_idx",
+            ),
+            # Grouped members that may show a failed group (a continuation failed, crashed or
+            # refused; an expiry, marked or due): the failed groups' figure and list read these
+            # few, read whole, whatever the width of the rows around them; the group index alone,
+            # as cheap by the planner's estimate, would read every grouped pause ever kept.
+            models.Index(
+                fields=["group"],
+                condition=Q(group__isnull=False)
+                & (failed_continuation_q() | Q(status__in=[PauseStatus.PENDING, PauseStatus.EXPIRED])),
+                name="turnstate_pause_group_fail_idx",
             ),
             # What operators count (turnstate_status): answers still to hand off or to continue,
             # found among the answered pauses without reading the ones long done.
