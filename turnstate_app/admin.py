@@ -316,7 +316,9 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
     list_filter = (KindFilter, AgeFilter)
     search_fields = ("=thread_id",)  # what get_search_results matches: see there
     search_help_text = _("A thread id, or a token id (jti) for the rows of its pause's checkpoint, exactly.")
-    ordering = ("-pk",)  # newest first, by the primary key's index (created_at has none of its own)
+    # Newest first, in the order of turnstate_ckpt_created_idx: a page, and an age filter's
+    # page, read that index from where they start, whatever order the ids were given in.
+    ordering = ("-created_at", "-pk")
     sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     show_facets = admin.ShowFacets.NEVER  # "Show counts" would COUNT the whole store per filter
     fields = (
@@ -419,7 +421,7 @@ class PauseAdmin(ReadOnlyAdmin):
     list_select_related = ("owner",)
     search_fields = ("=jti", "=thread_id", "=run_id")
     search_help_text = _("A token id (jti), a thread id or a run id, exactly.")
-    ordering = ("-pk",)  # newest first, by the primary key's index
+    ordering = ("-created_at", "-pk")  # newest first, as turnstate_pause_created_idx reads
     sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     readonly_fields = (
         "effective_status",
