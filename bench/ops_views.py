@@ -160,7 +160,13 @@ def build(staff: Any, wanted: Callable[[str], bool] = lambda name: True) -> dict
     from django.test import Client
     from rest_framework.test import APIClient
 
-    from turnstate_app.admin import AgeFilter, ContinuationFilter
+    from turnstate_app.admin import (
+        AgeFilter,
+        CheckpointMetadataAdmin,
+        ContinuationFilter,
+        PauseAdmin,
+        UnresumablePauseAdmin,
+    )
     from turnstate_app.choices import PauseStatus, RowKind
     from turnstate_app.keyset import cursor_of
     from turnstate_app.managers import GROUP_STATES
@@ -221,12 +227,14 @@ def build(staff: Any, wanted: Callable[[str], bool] = lambda name: True) -> dict
     views["GET status/"] = View(rest_one(api, API + "status/"), "rest")
 
     # --- admin -------------------------------------------------------------------------------
-    changelists = {
-        "pause": (Pause.objects.all(), ("pk",), 100),
-        "checkpointmetadata": (CheckpointMetadata.objects.all(), ("pk",), 100),
-        "unresumablepause": (UnresumablePause.objects.all(), ("created_at", "pk"), 50),
+    changelists = {  # each list's own order: a cursor is a key of it
+        "pause": (Pause.objects.all(), PauseAdmin),
+        "checkpointmetadata": (CheckpointMetadata.objects.all(), CheckpointMetadataAdmin),
+        "unresumablepause": (UnresumablePause.objects.all(), UnresumablePauseAdmin),
     }
-    for name, (rows, keys, per_page) in changelists.items():
+    for name, (rows, list_admin) in changelists.items():
+        keys = tuple(str(field).lstrip("-") for field in list_admin.ordering or ("-pk",))
+        per_page = list_admin.list_per_page
         url = f"{ADMIN}{name}/"
         views[f"admin {name}"] = View(admin_list(admin, url), "admin")
         if wanted(f"admin {name} page {DEPTH}"):
