@@ -223,7 +223,7 @@ def plan_run(sql: str, params: Any) -> dict[str, Any]:
     return plan
 
 
-def unbounded_reads(sql: str, params: Any, dropped_at_most: int = READ_AND_DROPPED) -> list[str]:
+def unbounded_reads(sql: str, params: Any) -> list[str]:
     """The nodes of ``sql``'s plan (as run) that read much more of the ledger or the store than they
     keep: a sequential scan; an index walked without a condition, unless it is partial (its
     condition bounds it) or read in order under a ``LIMIT`` keeping every row it reads (a page of
@@ -250,7 +250,7 @@ def unbounded_reads(sql: str, params: Any, dropped_at_most: int = READ_AND_DROPP
             and (kind == "Bitmap Index Scan" or not limited)
         ):
             found.append(f"{kind} of {index} without a condition")
-        elif dropped > dropped_at_most:
+        elif dropped > READ_AND_DROPPED:
             found.append(f"{kind} of {node.get('Relation Name')} ({index}) read and dropped {dropped} rows")
     return found
 

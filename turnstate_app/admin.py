@@ -207,6 +207,12 @@ class GuardedChangeList(ChangeList):
         return super().get_queryset(request, exclude_parameters)
 
 
+NEWEST_FIRST = ("-created_at", "-pk")
+"""The order of the admin's lists: that of their ``(created_at, id)`` indexes, read backwards, so a
+page and an age filter's page read that index from where they start, whatever order the ids
+were given in."""
+
+
 class KeysetChangeList(GuardedChangeList):
     """Pages by the sort key of the last row shown (``?after=``), never by OFFSET, and never counts.
 
@@ -316,9 +322,7 @@ class CheckpointMetadataAdmin(ReadOnlyAdmin):
     list_filter = (KindFilter, AgeFilter)
     search_fields = ("=thread_id",)  # what get_search_results matches: see there
     search_help_text = _("A thread id, or a token id (jti) for the rows of its pause's checkpoint, exactly.")
-    # Newest first, in the order of turnstate_ckpt_created_idx: a page, and an age filter's
-    # page, read that index from where they start, whatever order the ids were given in.
-    ordering = ("-created_at", "-pk")
+    ordering = NEWEST_FIRST  # turnstate_ckpt_created_idx
     sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     show_facets = admin.ShowFacets.NEVER  # "Show counts" would COUNT the whole store per filter
     fields = (
@@ -421,7 +425,7 @@ class PauseAdmin(ReadOnlyAdmin):
     list_select_related = ("owner",)
     search_fields = ("=jti", "=thread_id", "=run_id")
     search_help_text = _("A token id (jti), a thread id or a run id, exactly.")
-    ordering = ("-created_at", "-pk")  # newest first, as turnstate_pause_created_idx reads
+    ordering = NEWEST_FIRST  # turnstate_pause_created_idx
     sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     readonly_fields = (
         "effective_status",
@@ -609,7 +613,7 @@ class UnresumablePauseAdmin(ReadOnlyAdmin):
     list_filter = (ReasonFilter, AgeFilter)  # ReasonFilter first: it makes its list anew
     search_fields = ("=thread_id", "=jti")
     search_help_text = _("A thread id or a token id (jti), exactly.")
-    ordering = ("-created_at", "-pk")
+    ordering = NEWEST_FIRST  # the request rows' turnstate_ckpt_created_idx
     sortable_by = ()  # pages follow the fixed order (KeysetChangeList)
     show_facets = admin.ShowFacets.NEVER  # "Show counts" would judge every request row per filter
     # A page costs one query for where the list starts, then one probe of the ledger per request
