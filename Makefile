@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/turnstate
 MARIADB_URL ?= mysql://root@127.0.0.1:3306/turnstate
 PYTEST_ARGS ?=
 
-.PHONY: test-demos test-sqlite-memory test-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents demo-google-adk dist soak soak-workers redis mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
+.PHONY: test-demos test-sqlite-memory test-postgres-pool test-django6-postgres-pool test-postgres-prepared test-postgres-psycopg2 docs gettext demo-langgraph demo-pydantic-ai demo-openai-agents demo-google-adk dist soak soak-workers redis mariadb-headers browser test-e2e screenshot help install test test-sqlite test-postgres test-mariadb test-django6 test-django6-sqlite test-django6-postgres test-races lint demo bench clean
 
 help:
 	@echo "make demo          run the example end to end on SQLite"
@@ -74,10 +74,17 @@ test-postgres: install | redis
 		|| { echo "PostgreSQL is not reachable at $(PG_URL)"; exit 1; }
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
-# CI only (not in `make test`): the PostgreSQL suite on Django's own connection pool, and with
-# the prepared-statement OPTIONS the docs recommend; every statement is Django's either way.
+# Not in `make test`: the PostgreSQL suite on Django's own connection pool (CI runs it on Django 6,
+# test-django6-postgres-pool), and with the prepared-statement OPTIONS the docs recommend; every
+# statement is Django's either way.
 test-postgres-pool: install | redis
 	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_pool DATABASE_OPTIONS='{"pool": true}' $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# CI: Django 6 on PostgreSQL through Django's connection pool, the pairing CI runs beside
+# `make test`'s Django 5.2 on PostgreSQL without one (one PostgreSQL leg fewer than every pairing).
+test-django6-postgres-pool: $(VENV6)/.installed | gettext redis
+	$(VENV6)/bin/python -c "import django; print('Django', django.get_version())"
+	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_pool DATABASE_OPTIONS='{"pool": true}' $(VENV6)/bin/pytest $(PYTEST_ARGS)
 
 test-postgres-prepared: install | redis
 	DATABASE_URL=$(PG_URL) TEST_DB_SUFFIX=_prepared \

@@ -116,3 +116,36 @@ def test_the_langgraph_package_imports_before_the_app_registry_is_ready() -> Non
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("DjangoCheckpointSaver")
+
+
+def test_starting_django_with_every_integration_installed_imports_no_framework() -> None:
+    """Every process of a host (a worker, ``manage.py migrate``, each command) loads the apps'
+    models and admin modules; a framework is imported when its integration first runs, so the
+    contribs cost a process that never uses them nothing at start-up (PydanticAI alone took
+    about half a second of it)."""
+    code = textwrap.dedent(
+        """
+        import os, sys
+        os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+        import django
+        from django.conf import settings
+        django.setup()
+        from django.apps import apps
+        from django.contrib import admin
+        from django.core.management import get_commands, load_command_class
+        contribs = [c for c in apps.get_app_configs() if c.name.startswith("turnstate_app.contrib.")]
+        assert len(contribs) == 4, contribs
+        for config in contribs:  # each integration's admin is loaded, as a host's is
+            assert any(admin.site.is_registered(model) for model in config.get_models()), config
+        for name, app in get_commands().items():
+            if app.startswith("turnstate_app"):
+                load_command_class(app, name)
+        frameworks = ("langgraph", "langchain_core", "pydantic_ai", "agents", "openai", "google.adk")
+        print(sorted({f for f in frameworks for m in sys.modules if m == f or m.startswith(f + ".")}))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

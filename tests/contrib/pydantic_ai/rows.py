@@ -6,8 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from turnstate_app.contrib.pydantic_ai.codec import ENTRY_IDENTITY
-from turnstate_app.contrib.pydantic_ai.models import StoredEntry
+from turnstate_app.contrib.pydantic_ai.models import ENTRY_IDENTITY, StoredEntry
 from turnstate_app.encryption import unseal_text
 from turnstate_app.integrity import row_mac
 

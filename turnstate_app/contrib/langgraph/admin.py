@@ -23,8 +23,6 @@ from django.utils.translation import gettext_lazy as _
 from turnstate_app.admin_display import ReadOnlyModelAdmin, json_block
 from turnstate_app.contrib.langgraph.errors import UnreadableCheckpointError
 from turnstate_app.contrib.langgraph.models import Checkpoint, LangGraphThread
-from turnstate_app.contrib.langgraph.rows import config_of
-from turnstate_app.contrib.langgraph.saver import DjangoCheckpointSaver
 
 
 class ReadOnlyAdmin(ReadOnlyModelAdmin):
@@ -39,7 +37,14 @@ class ReadOnlyAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description=_("state values"))
     def state_values(self, obj: Checkpoint) -> SafeString:
-        """The checkpoint's channel values, read back as a run would read them, or why they cannot be."""
+        """The checkpoint's channel values, read back as a run would read them, or why they cannot be.
+
+        The saver (and LangGraph with it) is imported here, on the page that reads a state: Django
+        loads every admin module at start-up, and a process that never opens this page (a worker,
+        each ``manage.py`` command) should not pay for importing the framework."""
+        from turnstate_app.contrib.langgraph.rows import config_of
+        from turnstate_app.contrib.langgraph.saver import DjangoCheckpointSaver
+
         saver = DjangoCheckpointSaver(using=router.db_for_read(Checkpoint, instance=obj))
         try:
             found = saver.get_tuple(config_of(obj.thread_id, obj.checkpoint_ns, obj.checkpoint_id))

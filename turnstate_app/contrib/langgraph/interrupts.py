@@ -14,12 +14,13 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from langchain_core.runnables import RunnableConfig
+from typing import TYPE_CHECKING, Any
 
 from turnstate_app.contrib.langgraph.hitl import as_reasked, batched_answer_schema, is_batched_review
 from turnstate_app.errors import TurnStateError
+
+if TYPE_CHECKING:  # a type only: the orphans command loads this module without LangGraph
+    from langchain_core.runnables import RunnableConfig
 
 PROMPT_KEYS = ("question", "prompt", "description", "message", "text")
 

@@ -17,12 +17,9 @@ from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.safestring import SafeString
-from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from turnstate_app.admin_display import ReadOnlyModelAdmin, json_block
 from turnstate_app.choices import PauseStatus
-from turnstate_app.contrib.pydantic_ai import history
-from turnstate_app.contrib.pydantic_ai.codec import stored_requests
 from turnstate_app.contrib.pydantic_ai.models import StoredConversation
 from turnstate_app.errors import PayloadBindingError
 from turnstate_app.models import Pause
@@ -102,6 +99,13 @@ class StoredConversationAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="transcript")
     def transcript(self, obj: StoredConversation) -> str:
+        """The conversation's messages as PydanticAI reads them back. PydanticAI is imported here,
+        on the page that shows them: Django loads every admin module at start-up, and a process
+        that never opens this page should not pay for importing the framework."""
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        from turnstate_app.contrib.pydantic_ai import history
+
         try:
             entries = history.read_history(router.db_for_read(type(obj), instance=obj), obj.head_id, None)
         except LookupError:
@@ -113,7 +117,10 @@ class StoredConversationAdmin(ReadOnlyModelAdmin):
 
 
 def _requests(obj: StoredConversation) -> str | None:
-    """The row's deferred tool requests as written, once its MAC verifies."""
+    """The row's deferred tool requests as written, once its MAC verifies (the codec, and PydanticAI
+    with it, imported when a row is shown, as in :meth:`StoredConversationAdmin.transcript`)."""
+    from turnstate_app.contrib.pydantic_ai.codec import stored_requests
+
     return stored_requests(
         obj.conversation_id, obj.deferred_tool_requests, obj.encryption_key_id, obj.value_mac
     )

@@ -10,8 +10,12 @@ class PydanticAIConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from turnstate_app.contrib.pydantic_ai.codec import ENTRY_IDENTITY, RECORD_IDENTITY
-        from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
+        from turnstate_app.contrib.pydantic_ai.models import (
+            ENTRY_IDENTITY,
+            RECORD_IDENTITY,
+            StoredConversation,
+            StoredEntry,
+        )
         from turnstate_app.contrib.pydantic_ai.retention import connect_retention
         from turnstate_app.sealed_tables import SealedTable, register
 

@@ -31,7 +31,10 @@ from pydantic_core import PydanticSerializationError
 
 from turnstate_app.contrib._text import refuse_lone_surrogates_in
 from turnstate_app.contrib.pydantic_ai.errors import UnreadableConversationError
-from turnstate_app.contrib.pydantic_ai.models import StoredConversation, StoredEntry
+from turnstate_app.contrib.pydantic_ai.models import (
+    StoredConversation,
+    StoredEntry,
+)
 from turnstate_app.encryption import seal_text, unseal_text
 from turnstate_app.errors import UnreadableValueError
 from turnstate_app.integrity import require_row, row_mac
@@ -41,11 +44,6 @@ FORMAT_VERSION: Literal[1] = 1
 _usage = TypeAdapter(RunUsage)
 _requests = TypeAdapter(DeferredToolRequests)
 REPLACEMENT = "\ufffd".encode()
-
-RECORD_IDENTITY = ("conversation_id",)
-"""The columns that name a record in its MAC."""
-ENTRY_IDENTITY = ("conversation_id", "entry_id", "parent_id")
-"""The columns that name an entry in its MAC: its conversation, itself, and the entry before it."""
 
 
 def json_of(field: str, adapter: TypeAdapter[Any], value: Any) -> str:

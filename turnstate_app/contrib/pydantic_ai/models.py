@@ -26,6 +26,11 @@ from turnstate_app.contrib.pydantic_ai.keys import (
 from turnstate_app.encryption import KEY_ID_LENGTH
 from turnstate_app.integrity import MAC_LENGTH
 
+RECORD_IDENTITY = ("conversation_id",)
+"""The columns that name a record in its MAC."""
+ENTRY_IDENTITY = ("conversation_id", "entry_id", "parent_id")
+"""The columns that name an entry in its MAC: its conversation, itself, and the entry before it."""
+
 KEY_ID_HELP = _("The id of the key the value is encrypted with; empty when it is stored clear.")
 MAC_HELP = _(
     "Binds the stored value to this row and its key id, keyed from SECRET_KEY: a value changed at "
