@@ -17,6 +17,7 @@ import pytest
 from django.core.management import ManagementUtility, find_commands, get_commands
 
 from tests.demo_runs import this_tree
+from tests.legs import SQLITE_LEGS_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
 MANAGE = ROOT / "example_project" / "manage.py"
@@ -51,6 +52,7 @@ def test_the_help_is_the_command_s_own_text(capsys: pytest.CaptureFixture[str]) 
     assert "List pending pauses whose request is recorded" in capsys.readouterr().out
 
 
+@SQLITE_LEGS_ONLY
 @pytest.mark.parametrize("name", OURS + sorted(find_commands(str(EXAMPLE_COMMANDS))))
 def test_the_example_project_s_manage_py_prints_the_help(name: str) -> None:
     env = this_tree({key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"})

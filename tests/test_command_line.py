@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.legs import SQLITE_LEGS_ONLY
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -19,6 +21,7 @@ def manage(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@SQLITE_LEGS_ONLY
 @pytest.mark.parametrize(
     "args",
     [

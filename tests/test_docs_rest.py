@@ -15,17 +15,15 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from django.db import connection
 
+from tests.legs import SQLITE_LEGS_ONLY
 from turnstate_app.api import exceptions, serializers
 from turnstate_app.urls import router
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "/api/turnstate/"  # tests/readme_install/urls.py: the README's include()
 
-pytestmark = pytest.mark.skipif(
-    connection.vendor != "sqlite", reason="database-independent: runs on the SQLite legs only"
-)
+pytestmark = SQLITE_LEGS_ONLY
 
 
 def hook_module() -> ModuleType:

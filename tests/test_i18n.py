@@ -17,15 +17,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.db import connection
 from drf_spectacular.generators import SchemaGenerator
+
+from tests.legs import SQLITE_LEGS_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCALE = "de"
 
-pytestmark = pytest.mark.skipif(
-    connection.vendor != "sqlite", reason="database-independent: runs on the SQLite legs only"
-)
+pytestmark = SQLITE_LEGS_ONLY
 
 MARKED = (
     # command help (the description and an option)

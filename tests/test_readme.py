@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.legs import SQLITE_LEGS_ONLY
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 DOCS = "\n".join(page.read_text() for page in sorted((ROOT / "docs").glob("**/*.md")))
@@ -48,6 +50,7 @@ def test_the_guarantees_name_tests() -> None:
     assert any(name.startswith("tests/contrib/") for name in NAMED_TESTS)
 
 
+@SQLITE_LEGS_ONLY
 def test_every_test_the_guarantees_name_exists_and_is_collected() -> None:
     """``pytest --collect-only`` of exactly those ids: one that does not exist fails the collection."""
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}

@@ -9,15 +9,14 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from django.db import connection
+
+from tests.legs import SQLITE_LEGS_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = [
     pytest.mark.packaging,
-    pytest.mark.skipif(
-        connection.vendor != "sqlite", reason="database-independent: runs on the SQLite legs only"
-    ),
+    SQLITE_LEGS_ONLY,
 ]
 
 
