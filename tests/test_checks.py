@@ -244,3 +244,64 @@ def test_e019_takes_every_key_fernet_takes(turnstate_settings: Any) -> None:
     from tests.encryption_support import KEY_A
 
     assert ids(turnstate_settings, {"ENCRYPTION_KEYS": [KEY_A, KEY_A.rstrip("=")]}) == []
+
+
+MISSING_FRAMEWORK = """
+import os, sys
+
+class NotInstalled:  # the framework as a host without the extra has it: absent
+    def find_spec(self, name, path=None, target=None):
+        if name == {root!r} or name.startswith({root!r} + "."):
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+import django
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+django.setup()  # the integrations import their framework on first use, so this passes
+try:
+    call_command("check")
+except SystemCheckError as refused:
+    print(refused)
+"""
+
+
+@pytest.mark.parametrize(
+    ("root", "contrib", "extra"),
+    [
+        ("pydantic_ai", "turnstate_app.contrib.pydantic_ai", "pydantic-ai"),
+        ("langgraph", "turnstate_app.contrib.langgraph", "langgraph"),
+        ("agents", "turnstate_app.contrib.openai_agents", "openai-agents"),
+        ("google.adk", "turnstate_app.contrib.google_adk", "google-adk"),
+    ],
+)
+def test_e026_an_integration_whose_framework_is_not_installed_is_refused_at_start_up(
+    root: str, contrib: str, extra: str
+) -> None:
+    """Starting Django no longer imports the frameworks, so a missing one is found by the check,
+    not by the first pause a worker tries to continue."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    result = subprocess.run(
+        [sys.executable, "-c", MISSING_FRAMEWORK.format(root=root)],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "turnstate.E026" in result.stdout, result.stdout
+    assert f"{contrib!r} is in INSTALLED_APPS" in result.stdout
+    assert f"turnstate-app[{extra}]" in result.stdout
+    assert result.stdout.count("turnstate.E026") == 1, result.stdout
+
+
+def test_e026_is_silent_when_every_integration_s_framework_is_installed() -> None:
+    from turnstate_app.checks import check_integrations
+
+    assert check_integrations() == []

@@ -18,6 +18,7 @@ class TurnstateConfig(AppConfig):
         from turnstate_app.checks import (
             check_contrib_migrations,
             check_databases,
+            check_integrations,
             check_packet_limit,
             check_settings,
         )
@@ -41,6 +42,7 @@ class TurnstateConfig(AppConfig):
         checks.register(check_packet_limit, "turnstate", checks.Tags.database)
         checks.register(check_databases, "turnstate")
         checks.register(check_contrib_migrations, "turnstate", checks.Tags.database)
+        checks.register(check_integrations, "turnstate")
         setting_changed.connect(conf.reset, dispatch_uid="turnstate_reset_conf")
         setting_changed.connect(reset_default_store, dispatch_uid="turnstate_reset_store")
         # A deleted person's pauses cascade; this removes the rows those pauses left in the store.

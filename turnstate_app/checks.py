@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import math
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.checks import CheckMessage, Error, Warning
 from django.db import router
 from django.utils.module_loading import import_string
 
-from turnstate_app.agents import import_agent, name_of
+from turnstate_app.agents import FRAMEWORKS, import_agent, name_of
 from turnstate_app.conf import DEFAULTS, conf
 from turnstate_app.contracts import CheckpointCommandPort
 
@@ -504,3 +506,32 @@ def check_databases(**_: Any) -> list[CheckMessage]:
             )
         )
     return messages
+
+
+def check_integrations(**_: Any) -> list[CheckMessage]:
+    """E026: an integration in ``INSTALLED_APPS`` whose framework is not installed.
+
+    An integration imports its framework when it first runs, not when Django starts (a process
+    that never uses it does not pay for the import), so a missing framework is found here rather
+    than by the first pause a worker tries to continue. ``find_spec`` looks without importing.
+    """
+    messages: list[CheckMessage] = []
+    for framework, (contrib, extra) in FRAMEWORKS.items():
+        if apps.is_installed(contrib) and not installed(framework):
+            messages.append(
+                Error(
+                    f"{contrib!r} is in INSTALLED_APPS, but its framework ({framework!r}) is not installed.",
+                    hint=f"pip install 'turnstate-app[{extra}]', or take {contrib!r} out of INSTALLED_APPS.",
+                    id="turnstate.E026",
+                )
+            )
+    return messages
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it (a dotted name's parent
+    package is imported, as ``find_spec`` must)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
