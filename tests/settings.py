@@ -9,6 +9,7 @@ from importlib.util import find_spec
 from typing import Any
 
 import dj_database_url
+import django
 
 SECRET_KEY = "turnstate-tests-only"
 DEBUG = False
@@ -104,6 +105,11 @@ DATABASES = {"default": database_from_env()}
 DATABASES["replica"] = replica_of(DATABASES["default"])
 
 STATIC_URL = "/static/"
+
+# Django 6.1 sends mail through MAILERS and warns on every send of a project without them (Django
+# 2028 has no default mailer); the test runner swaps each one for its in-memory outbox.
+if django.VERSION >= (6, 1):
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 
 # What drf-spectacular asks of every project serving a schema; nothing else is set, so the
 # app's views run under DRF's defaults, as in a host that configured nothing.

@@ -8,6 +8,7 @@ callbacks when the database commits, as in production.
 from __future__ import annotations
 
 import logging
+import warnings
 from io import StringIO
 from typing import Any
 from urllib.parse import urlsplit
@@ -202,6 +203,18 @@ def test_email_owner_called_directly_sends_one_mail(turnstate_settings: Any) -> 
     email_owner(Pause.objects.get(jti=minted.claims.jti), "https://app.example.com/answers/t/x/")
     [message] = mail.outbox
     assert message.to == ["carol@example.com"] and "https://app.example.com/answers/t/x/" in message.body
+
+
+def test_email_owner_sends_without_a_warning(turnstate_settings: Any) -> None:
+    """Django 6.1 warns on every send of a project that configured no ``MAILERS`` (Django 2028 has
+    no default mailer); the e-mail uses whichever mailer the project configures, and the
+    project's settings here configure one, as a host on 6.1 should."""
+    owner = UserFactory.create(email="dan@example.com")
+    minted = mint(owner=owner)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        email_owner(Pause.objects.get(jti=minted.claims.jti), "https://app.example.com/answers/t/y/")
+    assert [message.to for message in mail.outbox] == [["dan@example.com"]]
 
 
 # -- the checks ----------------------------------------------------------------------------------
