@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
+from tests.legs import SQLITE_LEGS_ONLY
 from turnstate_app.checks import check_settings
 
 
@@ -268,6 +269,7 @@ except SystemCheckError as refused:
 """
 
 
+@SQLITE_LEGS_ONLY  # a process of its own that reaches no database
 @pytest.mark.parametrize(
     ("root", "contrib", "extra"),
     [
