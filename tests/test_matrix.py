@@ -172,3 +172,17 @@ def test_the_readme_install_line_states_the_matrix() -> None:
         assert re.search(rf"\b{Version(django).major}\.", line), (django, line)
     for database in {db for leg in MATRIX for db in leg["databases"]}:
         assert DATABASE_NAMES[database] in line, (database, line)
+
+
+def test_the_running_django_is_the_one_the_matrix_names_for_this_python() -> None:
+    """The matrix names what is tested: each leg's environment installs the newest Django its pin
+    admits, and that release is the one the table, the classifiers and the README claim."""
+    import sys
+
+    import django
+
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    legs = [leg for leg in MATRIX if leg["python"] == running]
+    if not legs:
+        pytest.skip(f"Python {running} is no leg's: a local run outside the matrix")
+    assert f"{django.VERSION[0]}.{django.VERSION[1]}" in {leg["django"] for leg in legs}
