@@ -198,6 +198,7 @@ bench: $(VENV)/.installed-bench
 	$(VENV)/bin/python bench/concurrency.py --database $(BENCH_PG)turnstate_bench_cc
 	$(VENV)/bin/python bench/openai_agents.py --database sqlite
 	$(VENV)/bin/python bench/openai_agents.py --database $(BENCH_PG)turnstate_bench_oai
+	$(VENV)/bin/python bench/startup.py
 	$(VENV)/bin/python bench/google_adk_sessions.py --database sqlite
 	$(VENV)/bin/python bench/google_adk_sessions.py --database $(BENCH_PG)turnstate_bench_adk
 	$(VENV)/bin/python bench/ops.py --database $(BENCH_PG)turnstate_bench_ops
