@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -284,10 +287,6 @@ def test_e026_an_integration_whose_framework_is_not_installed_is_refused_at_star
 ) -> None:
     """Starting Django no longer imports the frameworks, so a missing one is found by the check,
     not by the first pause a worker tries to continue."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     result = subprocess.run(
         [sys.executable, "-c", MISSING_FRAMEWORK.format(root=root)],
         cwd=Path(__file__).resolve().parent.parent,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import inspect
 import math
@@ -379,11 +378,12 @@ def _absolute_http_url(value: Any) -> bool:
 
 
 def _importable(name: str) -> bool:
+    """Whether ``name`` can be imported, found without importing it (``find_spec`` imports a dotted
+    name's parent package only): a check must not pay for loading a framework to see it is there."""
     try:
-        importlib.import_module(name)
+        return importlib.util.find_spec(name) is not None
     except ImportError:
         return False
-    return True
 
 
 def check_contrib_migrations(databases: Any = None, **_: Any) -> list[CheckMessage]:
@@ -513,11 +513,11 @@ def check_integrations(**_: Any) -> list[CheckMessage]:
 
     An integration imports its framework when it first runs, not when Django starts (a process
     that never uses it does not pay for the import), so a missing framework is found here rather
-    than by the first pause a worker tries to continue. ``find_spec`` looks without importing.
+    than by the first pause a worker tries to continue.
     """
     messages: list[CheckMessage] = []
     for framework, (contrib, extra) in FRAMEWORKS.items():
-        if apps.is_installed(contrib) and not installed(framework):
+        if apps.is_installed(contrib) and not _importable(framework):
             messages.append(
                 Error(
                     f"{contrib!r} is in INSTALLED_APPS, but its framework ({framework!r}) is not installed.",
@@ -526,12 +526,3 @@ def check_integrations(**_: Any) -> list[CheckMessage]:
                 )
             )
     return messages
-
-
-def installed(module: str) -> bool:
-    """Whether ``module`` can be imported, found without importing it (a dotted name's parent
-    package is imported, as ``find_spec`` must)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:
-        return False

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+FRAMEWORKS = ("langgraph", "langchain_core", "pydantic_ai", "agents", "openai", "google.adk")
+"""The integrations' frameworks and what they bring (LangChain Core, OpenAI's client)."""
 
 BLOCKER = textwrap.dedent(
     """
@@ -140,10 +142,10 @@ def test_starting_django_with_every_integration_installed_imports_no_framework()
         for name, app in get_commands().items():
             if app.startswith("turnstate_app"):
                 load_command_class(app, name)
-        frameworks = ("langgraph", "langchain_core", "pydantic_ai", "agents", "openai", "google.adk")
+        frameworks = FRAMEWORKS
         print(sorted({f for f in frameworks for m in sys.modules if m == f or m.startswith(f + ".")}))
         """
-    )
+    ).replace("FRAMEWORKS", repr(FRAMEWORKS))
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
